@@ -1,0 +1,165 @@
+"""Approvals over `session/request_permission` (acp.md §6.1–§6.3, policy.md POL-APPROVE-09).
+
+The worker that needs a decision sends the outbound request and makes one blocking wait on its
+reply slot, which wakes for the client's answer, the turn's cancel or the session timeout —
+whichever comes first (ACP-PERM-12, ACP-PERM-13; DESIGN §7.5). The reader thread only delivers
+answers; it never waits here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from zeroclaw_ref.config.model import ConfigSnapshot
+from zeroclaw_ref.core.cancel import CancelToken, Slot, _Cancelled, _TimedOut
+from zeroclaw_ref.core.ids import IdFactory
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.core.limits import MAX_REPLACEMENT_BYTES
+from zeroclaw_ref.policy.approvals import Answer, Decision
+from zeroclaw_ref.rpc.endpoint import Endpoint
+from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire.jsonrpc import Response
+
+from .project import EDIT_TOOLS, diff_content, raw_input, text_content, tool_kind
+
+log = logging.getLogger(__name__)
+
+# [ACP-PERM-09] Table 6-1 rule 6
+_SENSITIVE = (
+    "secret", "password", "passwd", "token", "api_key", "api-key", "apikey", "auth", "bearer",
+    "private_key", "private-key", "privatekey", "credential",
+)  # fmt: skip
+_RUNTIME_FLAGS = frozenset({"approved"})
+_ELLIPSIS = "…"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + _ELLIPSIS
+
+
+def summarize(tool: str, arguments: JSON) -> str:
+    """[ACP-PERM-09] [POL-APPROVE-16] the argument summary shown to the operator."""
+    if tool == "shell" and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
+        command = arguments["command"]
+        assert isinstance(command, str)
+        return command  # rule 1: verbatim, untruncated
+    if not isinstance(arguments, dict):
+        return _cut(dumps(arguments), 120)  # rule 2
+    keys = sorted(k for k in arguments if k not in _RUNTIME_FLAGS)
+    if not keys:
+        return "(no arguments)"  # rule 3
+    if "path" in keys:
+        keys.remove("path")
+        keys.insert(0, "path")
+    pairs = []
+    for key in keys:
+        value = arguments[key]
+        if any(marker in key.lower() for marker in _SENSITIVE):
+            shown = "[redacted]"  # rule 6 wins over rule 5
+        else:
+            shown = _cut(value if isinstance(value, str) else dumps(value), 80)
+        pairs.append(f"{key}: {shown}")
+    return ", ".join(pairs)  # rule 4
+
+
+def sanitize_replacement(value: JSON) -> str:
+    """[ACP-PERM-11] control characters (but \\n, \\r, \\t) removed, cut to 64 KiB of UTF-8."""
+    text = _CONTROL.sub("", value) if isinstance(value, str) else ""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= MAX_REPLACEMENT_BYTES:
+        return text
+    return encoded[:MAX_REPLACEMENT_BYTES].decode("utf-8", errors="ignore")
+
+
+class AcpApprover:
+    """The `Approver` of one ACP session (interaction mode `acp_backchannel`)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        session_id: str,
+        ids: IdFactory,
+        workspace: Path,
+        config: ConfigSnapshot,
+    ) -> None:
+        self._endpoint = endpoint
+        self._session_id = session_id
+        self._ids = ids
+        self._workspace = workspace
+        self._timeout = float(config.acp.session_timeout_secs)
+
+    def request_params(self, tool: str, arguments: JSON) -> JSONObject:
+        """[ACP-PERM-04..09] the outbound request's params."""
+        options: list[JSON] = [
+            {"optionId": w.OPTION_ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"},
+            {"optionId": w.OPTION_ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
+        ]
+        if tool in EDIT_TOOLS:
+            options.append(
+                {"optionId": w.OPTION_REJECT_WITH_EDIT, "name": "Reject with edit", "kind": "reject_once"}
+            )
+        options.append({"optionId": w.OPTION_REJECT_ONCE, "name": "Reject", "kind": "reject_once"})
+        tool_call: JSONObject = {
+            "toolCallId": f"approval-{self._ids.new('approval')}",
+            "title": f"Approve {tool}?",
+            "kind": tool_kind(tool),
+            "status": w.STATUS_PENDING,
+        }
+        diff = diff_content(tool, arguments, self._workspace)
+        if diff is not None:
+            tool_call["rawInput"] = raw_input(tool, arguments)  # [ACP-PERM-08]
+            tool_call["content"] = diff
+            edit_key = "new_string" if tool == "file_edit" else "content"
+            proposed = arguments.get(edit_key) if isinstance(arguments, dict) else None
+            if isinstance(proposed, str):
+                tool_call["proposedEdit"] = proposed
+        else:
+            summary = summarize(tool, arguments)
+            tool_call["rawInput"] = {"tool": tool, "summary": summary}  # [ACP-PERM-07]
+            tool_call["content"] = [text_content(summary)]
+        return {"sessionId": self._session_id, "options": options, "toolCall": tool_call}
+
+    def ask(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
+        """Send the request and wait once for answer, cancel or timeout (never raises)."""
+        outbound = self._endpoint.request(
+            w.METHOD_REQUEST_PERMISSION, self.request_params(tool, arguments)
+        )
+        # [ACP-PERM-13] a cancel resolves the pending request locally as no decision.
+        unregister = cancel.add_callback(lambda: self._endpoint.abandon(outbound.id))
+        try:
+            reply = _wait(outbound.slot, self._timeout)
+        finally:
+            unregister()
+        if cancel.is_set():
+            return Answer(Decision.CANCELLED)
+        if isinstance(reply, _TimedOut):
+            self._endpoint.abandon(outbound.id)  # [ACP-PERM-12] [ACP-TR-26]
+            return Answer(Decision.NO_DECISION)
+        if isinstance(reply, _Cancelled):
+            return Answer(Decision.NO_DECISION)  # shutdown resolved it (ACP-TR-35)
+        return map_answer(tool, reply)
+
+
+def _wait(slot: Slot[Response], timeout: float) -> Response | _Cancelled | _TimedOut:
+    return slot.get(timeout)
+
+
+def map_answer(tool: str, reply: Response) -> Answer:
+    """[ACP-PERM-10] [ACP-PERM-14] acp.md Table 6-2."""
+    result = reply.result if reply.error is None else None
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+        return Answer(Decision.NO_DECISION)  # cancelled, malformed, error reply
+    option = outcome.get("optionId")
+    if option == w.OPTION_ALLOW_ONCE:
+        return Answer(Decision.ALLOW_ONCE)
+    if option == w.OPTION_ALLOW_ALWAYS:
+        return Answer(Decision.ALLOW_ALWAYS)
+    if option in (w.OPTION_REJECT_ONCE, w.OPTION_REJECT_ALWAYS):
+        return Answer(Decision.REJECT)
+    if option == w.OPTION_REJECT_WITH_EDIT and tool in EDIT_TOOLS:
+        return Answer(Decision.REPLACE, sanitize_replacement(outcome.get("replacementContent")))
+    return Answer(Decision.NO_DECISION)

@@ -1,0 +1,212 @@
+"""Turn events → `session/update` payloads (acp.md §5), plus the closing and cancel updates.
+
+One `TurnProjector` lives for one turn. It is the only code that turns engine events into ACP
+update objects, so the field rules (kinds, rawInput, status, scrubbing) sit in one place. It
+also remembers what the turn showed: the calls still open (ACP-UPD-17), the streamed text for a
+cancelled result (ACP-PROMPT-28) and the update log persisted for replay (ACP-STORE-10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.scrub import clean_output
+from zeroclaw_ref.engine.events import (
+    HistoryTrimmed,
+    PlanUpdated,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallStarted,
+    ToolFinished,
+    TurnEvent,
+    UsageReported,
+)
+from zeroclaw_ref.wire import acp as w
+
+# [ACP-PROMPT-28] the cancel marker
+CANCEL_MARKER = "[turn cancelled via client]"
+
+EDIT_TOOLS = frozenset({"file_edit", "file_write"})
+
+# [ACP-UPD-13] acp.md Table 5-3; every other name (MCP, skills, unknown) is `other`.
+TOOL_KINDS: dict[str, str] = {
+    "file_read": w.KIND_READ,
+    "glob_search": w.KIND_SEARCH,
+    "content_search": w.KIND_SEARCH,
+    "tool_search": w.KIND_SEARCH,
+    "file_write": w.KIND_EDIT,
+    "file_edit": w.KIND_EDIT,
+    "memory_forget": w.KIND_DELETE,
+    "memory_purge": w.KIND_DELETE,
+    "cron_remove": w.KIND_DELETE,
+    "shell": w.KIND_EXECUTE,
+    "ask_user": w.KIND_EXECUTE,
+    "delegate": w.KIND_EXECUTE,
+    "escalate_to_human": w.KIND_EXECUTE,
+}
+
+
+def tool_kind(name: str) -> str:
+    return TOOL_KINDS.get(name, w.KIND_OTHER)
+
+
+def text_content(text: str) -> JSONObject:
+    """A tool-call content item holding text (ACP-UPD-08)."""
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def _arg(arguments: JSON, key: str) -> JSON:
+    return arguments.get(key) if isinstance(arguments, dict) else None
+
+
+def absolute_path(workspace: Path, raw: JSON) -> str | None:
+    """[ACP-UPD-07] a relative `path` argument resolved against the session workspace."""
+    if not isinstance(raw, str):
+        return None
+    path = Path(raw).expanduser()
+    return str(path if path.is_absolute() else workspace / path)
+
+
+def raw_input(name: str, arguments: JSON) -> JSON:
+    """[ACP-UPD-06] acp.md Table 5-2: edit tools in edit form, others as the model sent them."""
+    if name == "file_edit":
+        return {
+            "path": _arg(arguments, "path"),
+            "oldText": _arg(arguments, "old_string"),
+            "newText": _arg(arguments, "new_string"),
+        }
+    if name == "file_write":
+        return {"path": _arg(arguments, "path"), "newText": _arg(arguments, "content")}
+    return arguments
+
+
+def diff_content(name: str, arguments: JSON, workspace: Path) -> list[JSON] | None:
+    """[ACP-UPD-07] the single diff item of an edit tool's call, else None."""
+    if name not in EDIT_TOOLS:
+        return None
+    item: JSONObject = {"type": "diff", "path": absolute_path(workspace, _arg(arguments, "path"))}
+    if name == "file_edit":
+        item["oldText"] = _arg(arguments, "old_string")
+        item["newText"] = _arg(arguments, "new_string")
+    else:
+        item["newText"] = _arg(arguments, "content")
+    return [item]
+
+
+class TurnProjector:
+    """Projects one turn's events and sends each update as soon as it is produced."""
+
+    def __init__(
+        self,
+        session_id: str,
+        workspace: Path,
+        send_update: Callable[[JSONObject], None],
+        send_trimmed: Callable[[JSONObject], None],
+    ) -> None:
+        self.session_id = session_id
+        self.workspace = workspace
+        self._send_update = send_update
+        self._send_trimmed = send_trimmed
+        self.open_calls: dict[str, str] = {}  # call id -> tool name, in emission order
+        self.streamed_text: list[str] = []
+        self.update_log: list[JSONObject] = []
+        self.last_plan: list[JSON] | None = None
+
+    def emit(self, update: JSONObject) -> None:
+        """Send one update and log it for replay (ACP-STORE-10)."""
+        self.update_log.append(update)
+        self._send_update(update)
+
+    def on_event(self, event: TurnEvent) -> None:
+        """[ACP-PROMPT-23] project and send each event as it arrives (order: ACP-UPD-18)."""
+        if isinstance(event, TextDelta):
+            self.streamed_text.append(event.text)
+            self.emit(_chunk(w.UPDATE_AGENT_MESSAGE_CHUNK, event.text))  # [ACP-UPD-04]
+        elif isinstance(event, ThoughtDelta):
+            self.emit(_chunk(w.UPDATE_AGENT_THOUGHT_CHUNK, event.text))  # [ACP-UPD-05]
+        elif isinstance(event, ToolCallStarted):
+            self.open_calls[event.id] = event.name
+            self.emit(self._tool_call(event))
+        elif isinstance(event, ToolFinished):
+            self.open_calls.pop(event.id, None)
+            self.emit(self._tool_call_update(event.id, event.name, event.output, w.STATUS_COMPLETED))
+        elif isinstance(event, PlanUpdated):
+            self.last_plan = list(event.entries)
+            self.emit({"sessionUpdate": w.UPDATE_PLAN, "entries": list(event.entries)})
+        elif isinstance(event, HistoryTrimmed):
+            # [ACP-UPD-15] its own notification; never part of the update log (ACP-STORE-10)
+            self._send_trimmed(
+                {
+                    "sessionId": self.session_id,
+                    "droppedMessages": event.dropped_messages,
+                    "keptTurns": event.kept_turns,
+                    "reason": event.reason,
+                }
+            )
+        elif isinstance(event, UsageReported):
+            pass  # [ACP-UPD-16] never sent
+
+    def send_message(self, text: str) -> None:
+        """[ACP-UPD-24] an out-of-band message: a chunk that is not part of the answer text."""
+        self.emit(_chunk(w.UPDATE_AGENT_MESSAGE_CHUNK, text))
+
+    def _tool_call(self, event: ToolCallStarted) -> JSONObject:
+        update: JSONObject = {
+            "sessionUpdate": w.UPDATE_TOOL_CALL,
+            "toolCallId": event.id,
+            "name": event.name,
+            "title": event.name,
+            "kind": tool_kind(event.name),
+            "status": w.STATUS_PENDING,
+            "rawInput": raw_input(event.name, event.arguments),
+        }
+        diff = diff_content(event.name, event.arguments, self.workspace)
+        if diff is not None:
+            update["content"] = diff
+        return update
+
+    @staticmethod
+    def _tool_call_update(call_id: str, name: str, output: str, status: str) -> JSONObject:
+        text = clean_output(output)  # [ACP-UPD-11] token redaction, then scrubbing
+        return {
+            "sessionUpdate": w.UPDATE_TOOL_CALL_UPDATE,
+            "toolCallId": call_id,
+            "name": name,
+            "title": name,
+            "kind": tool_kind(name),
+            "status": status,
+            "rawOutput": text,
+            "body": text,
+            "content": [text_content(text)],
+        }
+
+    def close_open_calls(self, text: str) -> None:
+        """[ACP-UPD-17] a failed update for every call still open, in emission order."""
+        for call_id, name in list(self.open_calls.items()):
+            self.emit(self._tool_call_update(call_id, name, text, w.STATUS_FAILED))
+        self.open_calls.clear()
+
+    def turn_cancelled(self) -> None:
+        """[ACP-UPD-26] the synthetic call that precedes a cancelled result (Table 5-1)."""
+        self.emit(
+            {
+                "sessionUpdate": w.UPDATE_TOOL_CALL,
+                "toolCallId": f"turn-cancelled-{self.session_id}",
+                "name": "turn-cancelled",
+                "title": "turn-cancelled",
+                "kind": w.KIND_THINK,
+                "status": w.STATUS_COMPLETED,
+                "content": [text_content(CANCEL_MARKER)],
+            }
+        )
+
+    def cancelled_content(self) -> str:
+        """[ACP-PROMPT-28] the streamed answer text, then the cancel marker."""
+        streamed = "".join(self.streamed_text)
+        return f"{streamed}\n\n{CANCEL_MARKER}" if streamed else CANCEL_MARKER
+
+
+def _chunk(kind: str, text: str) -> JSONObject:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}

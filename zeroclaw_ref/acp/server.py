@@ -1,0 +1,346 @@
+"""AcpServer: the method table, the active set and capacity (acp.md §2, §3, §4.1, §5.8, §7).
+
+Goals: every handler runs on the reader thread and finishes its synchronous part before the
+next message is read (ACP-TR-30); none of them waits for a turn or a client (ACP-TR-31).
+
+Plan: one server per connection (stdio process or gateway WebSocket). Sessions are published
+in `_active`; `session/stop` and `session/close` move them to `_draining` until their worker
+ends (drained sessions no longer count against `max_sessions`, acp.md §3.4). `_reserved` counts
+creations in progress (ACP-NEW-16). One lock guards the three; it is never held while calling
+out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zeroclaw_ref import __version__
+from zeroclaw_ref.config.model import ConfigSnapshot
+from zeroclaw_ref.core.clock import Clock
+from zeroclaw_ref.core.ids import IdFactory
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.scrub import clean_output
+from zeroclaw_ref.engine.resolve import (
+    PathRequest,
+    ResolveError,
+    not_dispatchable_text,
+    resolve,
+    unknown_agent_text,
+)
+from zeroclaw_ref.engine.turn import TurnEngine
+from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Endpoint, Handler, _Deferred
+from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire.errors import RpcError
+
+from .approver import AcpApprover
+from .intake import BLANK_TURN, is_blank, render_prompt, session_id_of
+from .session import AcpSession
+from .workspace import agent_workspace, canonical_cwd, requested_cwd
+
+log = logging.getLogger(__name__)
+
+ALIAS_KEYS = ("agentAlias", "agent_alias", "agent")
+NO_ALIAS = "session/new requires `agentAlias` (alias of a configured [agents.<alias>] entry)"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """What the front door decides per connection."""
+
+    connection_agent: str | None = None  # gateway `?agent=` (ACP-NEW-06); None on stdio
+    store_open: bool = False
+
+
+class AcpServer:
+    """One ACP server instance (acp.md §0.5)."""
+
+    def __init__(
+        self,
+        config: ConfigSnapshot,
+        send_line: Callable[[str], None],
+        ids: IdFactory,
+        clock: Clock,
+        options: ServerOptions = ServerOptions(),
+    ) -> None:
+        self.config = config
+        self.ids = ids
+        self.clock = clock
+        self.options = options
+        self.engine = TurnEngine(ids)
+        self._lock = threading.Lock()
+        self._active: dict[str, AcpSession] = {}
+        self._draining: dict[str, AcpSession] = {}
+        self._reserved = 0
+        methods: dict[str, Handler] = {
+            w.METHOD_INITIALIZE: self._initialize,
+            w.METHOD_SESSION_NEW: self._session_new,
+            w.METHOD_SESSION_PROMPT: self._session_prompt,
+            w.METHOD_SESSION_CANCEL: self._session_cancel,
+            w.METHOD_SESSION_STOP: self._session_stop,
+            w.METHOD_SESSION_CLOSE: self._session_close,
+            w.METHOD_SESSION_LOAD: self._session_restore,
+            w.METHOD_SESSION_RESUME: self._session_restore,
+            w.METHOD_SESSION_UPDATE: self._session_event,
+            w.METHOD_SESSION_EVENT: self._session_event,
+        }
+        self.endpoint = Endpoint(methods, send_line)
+
+    # --- initialize (acp.md §2) ------------------------------------------------------------
+
+    def _initialize(self, call: Call) -> JSON:
+        """[ACP-INIT-01..10] the same result for any params, any number of times."""
+        capabilities: JSONObject = {
+            "loadSession": self.options.store_open,  # [ACP-INIT-04]
+            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": False, "sse": False},
+        }
+        if self.options.store_open:
+            capabilities["sessionCapabilities"] = {"resume": {}, "close": {}}
+        meta: JSONObject = {}
+        model = next(
+            (p.model for p in self.config.providers.values() if p.model.strip()), None
+        )  # [ACP-INIT-05] first provider in file order with a non-blank model
+        if model is not None:
+            meta["defaultModel"] = model
+        meta["maxSessions"] = self.config.acp.max_sessions  # [ACP-INIT-06]
+        meta["sessionTimeoutSecs"] = self.config.acp.session_timeout_secs
+        return {
+            "protocolVersion": w.PROTOCOL_VERSION,  # [ACP-INIT-02]
+            "agentCapabilities": capabilities,
+            "agentInfo": {"name": w.AGENT_NAME, "title": w.AGENT_TITLE, "version": __version__},
+            "authMethods": [],  # [ACP-INIT-10]
+            "_meta": {"zeroclaw": meta},
+        }
+
+    # --- session/new (acp.md §3) -----------------------------------------------------------
+
+    def _choose_alias(self, params: JSONObject) -> str:
+        """[ACP-NEW-02..05] the first applicable step decides; its alias is then validated."""
+        alias: str | None = None
+        for key in ALIAS_KEYS:
+            if key in params:
+                value = params[key]
+                alias = value.strip() or None if isinstance(value, str) else None
+                break
+        if alias is None and self.options.connection_agent:
+            alias = self.options.connection_agent.strip() or None  # step 2 (gateway only)
+        if alias is None and self.config.acp.default_agent:
+            alias = self.config.acp.default_agent.strip() or None  # step 3
+        if alias is None and len(self.config.agents) == 1:
+            alias = next(iter(self.config.agents))  # step 4, disabled agents counted
+        if alias is None:
+            raise RpcError.invalid_params(NO_ALIAS)
+        agent = self.config.agents.get(alias)
+        if agent is None:
+            raise RpcError.invalid_params(unknown_agent_text(alias))
+        if not agent.dispatchable:
+            raise RpcError.invalid_params(not_dispatchable_text(alias))
+        return alias
+
+    def _session_new(self, call: Call) -> JSON:
+        """[ACP-NEW-17] alias, validation, workspace, capacity, runtime, publication."""
+        params = call.params
+        alias = self._choose_alias(params)
+        cwd = requested_cwd(params)
+        workspace = canonical_cwd(cwd) if cwd is not None else None
+        if workspace is not None and workspace == self.config.config_dir.resolve():
+            workspace = None  # [ACP-NEW-11] the install-root placeholder means "omitted"
+        agent_ws = agent_workspace(self.config.agent_workspace(alias))  # [ACP-NEW-14]
+        workspace = workspace or agent_ws  # [ACP-NEW-12] [ACP-NEW-13]
+        self._reserve()
+        try:
+            session = self._build_session(alias, workspace)
+        finally:
+            with self._lock:
+                self._reserved -= 1
+        return {"sessionId": session.id, "workspaceDir": str(workspace)}  # [ACP-NEW-15]
+
+    def _reserve(self) -> None:
+        """[ACP-NEW-16] active sessions plus reservations against max_sessions."""
+        maximum = self.config.acp.max_sessions
+        with self._lock:
+            if len(self._active) + self._reserved >= maximum:
+                raise RpcError.session_limit_reached(maximum)
+            self._reserved += 1
+
+    def _build_session(self, alias: str, workspace: Path) -> AcpSession:
+        session_id = self._fresh_id()
+        approver = AcpApprover(self.endpoint, session_id, self.ids, workspace, self.config)
+        try:
+            execution = resolve(
+                self.config,
+                alias,
+                PathRequest("acp", approver=approver, session_workspace=workspace),
+            )  # [POL-PATH-03] one execution per session
+        except ResolveError as exc:
+            raise RpcError.internal_error(
+                f"Failed to create agent: {clean_output(str(exc))}"
+            ) from exc  # [ACP-NEW-18]
+        session = AcpSession(
+            session_id,
+            workspace,
+            execution,
+            self.engine,
+            self.clock,
+            self._send_update,
+            self._send_trimmed,
+            self._forget,
+        )
+        with self._lock:
+            self._active[session_id] = session  # [ACP-NEW-22]
+        session.start()
+        return session
+
+    def _fresh_id(self) -> str:
+        """[ACP-NEW-20] a UUID v4 naming no active, draining (or stored) session."""
+        while True:
+            candidate = self.ids.new("session")
+            with self._lock:
+                taken = candidate in self._active or candidate in self._draining
+            if not taken:
+                return candidate
+
+    # --- session/prompt (acp.md §4) --------------------------------------------------------
+
+    def _session_prompt(self, call: Call) -> JSON | _Deferred:
+        """[ACP-PROMPT-01] id, active, slot, prompt validation, blank check — in that order."""
+        session_id = session_id_of(call.params)
+        session = self._active_session(session_id)
+        token = session.try_take_turn()
+        if token is None:
+            raise RpcError.session_busy(session_id)  # [ACP-PROMPT-03] never queued
+        try:
+            text = render_prompt(call.params.get("prompt"), session.workspace)
+            if is_blank(text):
+                raise RpcError.internal_error(BLANK_TURN)  # [ACP-PROMPT-12]
+        except BaseException:
+            session.release_turn()  # [ACP-PROMPT-02]
+            raise
+        session.run_turn(call, text, token)  # [ACP-PROMPT-23]
+        return DEFERRED
+
+    # --- cancel, stop, close (acp.md §7) ---------------------------------------------------
+
+    def _session_cancel(self, call: Call) -> JSON:
+        """[ACP-CANCEL-01..04] fire the running turn's signal; never an error for an id."""
+        session_id = session_id_of(call.params)
+        with self._lock:
+            session = self._active.get(session_id) or self._draining.get(session_id)
+        if session is not None:
+            session.cancel_turn()
+        return {}
+
+    def _session_stop(self, call: Call) -> JSON | _Deferred:
+        """[ACP-STOP-01..06] leave the active set now; answer after the running turn."""
+        session_id = session_id_of(call.params)
+        session = self._take_active(session_id)
+        session.drain(call, {"sessionId": session_id, "stopped": True})
+        return DEFERRED
+
+    def _session_close(self, call: Call) -> JSON | _Deferred:
+        """[ACP-CLOSE-01..05] cancel, deactivate, keep the record; no store: not found."""
+        session_id = session_id_of(call.params)
+        if not self.options.store_open:
+            raise RpcError.session_not_found(session_id)  # [ACP-CLOSE-02]
+        with self._lock:
+            running = self._active.get(session_id) or self._draining.get(session_id)
+        if running is not None:
+            running.cancel_turn()  # [ACP-CLOSE-03] first, whatever the state
+        session = self._take_active(session_id)
+        session.drain(call, {})
+        return DEFERRED
+
+    def _session_restore(self, call: Call) -> JSON:
+        """[ACP-LOAD-02] without a store every restore is `Session not found`."""
+        session_id = session_id_of(call.params)
+        raise RpcError.session_not_found(session_id)  # [ACP-STORE-04]
+
+    # --- inbound session/update, session/event (acp.md §5.8) -------------------------------
+
+    def _session_event(self, call: Call) -> JSON:
+        """[ACP-UPD-27..30] acknowledge, refresh activity, inject nothing."""
+        session_id = session_id_of(call.params)
+        session = self._active_session(session_id)
+        session.touch()
+        event_type: JSON = call.params.get("type")
+        if not isinstance(event_type, str):
+            update = call.params.get("update")
+            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+            event_type = kind if isinstance(kind, str) else "unknown"
+        return {"sessionId": session_id, "status": "processed", "type": event_type}
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _active_session(self, session_id: str) -> AcpSession:
+        with self._lock:
+            session = self._active.get(session_id)
+        if session is None:
+            raise RpcError.session_not_found(session_id)  # [ACP-PROMPT-04] draining = gone
+        return session
+
+    def _take_active(self, session_id: str) -> AcpSession:
+        with self._lock:
+            session = self._active.pop(session_id, None)
+            if session is None:
+                raise RpcError.session_not_found(session_id)
+            self._draining[session_id] = session
+        return session
+
+    def _forget(self, session: AcpSession) -> None:
+        """Called by a worker as it ends: the session is gone from memory (ACP-TR-38)."""
+        with self._lock:
+            self._draining.pop(session.id, None)
+            if self._active.get(session.id) is session:
+                del self._active[session.id]
+        session.execution.close()
+
+    def _send_update(self, session_id: str, update: JSONObject) -> None:
+        """[ACP-UPD-01]"""
+        self.endpoint.notify(w.METHOD_SESSION_UPDATE, {"sessionId": session_id, "update": update})
+
+    def _send_trimmed(self, params: JSONObject) -> None:
+        """[ACP-UPD-15]"""
+        self.endpoint.notify(w.METHOD_HISTORY_TRIMMED, params)
+
+    # --- idle sessions (acp.md §7.4) ------------------------------------------------------
+
+    def reap_idle(self) -> list[str]:
+        """[ACP-REAP-01] [ACP-REAP-02] silently drop idle sessions older than the timeout."""
+        limit = self.config.acp.session_timeout_secs
+        now = self.clock.now()
+        with self._lock:
+            idle = [
+                s
+                for s in self._active.values()
+                if not s.busy and (now - s.last_active).total_seconds() > limit
+            ]
+            for session in idle:
+                del self._active[session.id]
+                self._draining[session.id] = session
+        for session in idle:
+            session.drain(None, None)
+        return [s.id for s in idle]
+
+    # --- shutdown (acp.md §1.7) ------------------------------------------------------------
+
+    def shutdown(self, budget: float) -> None:
+        """[ACP-TR-35] cancel every turn, resolve pending requests, drain workers in budget."""
+        with self._lock:
+            active = list(self._active.values())
+            everyone = active + list(self._draining.values())
+            self._active.clear()
+            self._draining.update({s.id: s for s in active})
+        for session in everyone:
+            session.cancel_turn()
+        self.endpoint.abandon_all()
+        for session in active:
+            session.drain(None, None)
+        end = time.monotonic() + budget
+        for session in everyone:
+            if not session.join(max(0.0, end - time.monotonic())):
+                log.warning("session %s did not finish within %.0fs", session.id, budget)

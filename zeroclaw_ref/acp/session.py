@@ -1,0 +1,257 @@
+"""One ACP session: its worker thread, inbox, turn slot and lifecycle (acp.md §4, §7).
+
+Lifecycle (a pair missing from the table is a bug, LocalProtocolError):
+
+        prompt accepted                      stop / close / reap / shutdown
+    IDLE ───────────────▶ BUSY      IDLE, BUSY ─────────────────────────────▶ DRAINING
+      ▲──── turn ended ────┘          DRAINING ──── worker finished ────────▶ GONE
+
+The reader thread takes the turn slot at acceptance (ACP-PROMPT-02) and only enqueues jobs;
+the worker runs turns and the completion of stop/close, in inbox order, so a stop requested
+during a turn is answered after that turn's result (ACP-STOP-03) without any cross-thread
+ordering beyond the FIFO writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from zeroclaw_ref.core.cancel import CancelToken
+from zeroclaw_ref.core.clock import Clock
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.scrub import clean_output
+from zeroclaw_ref.engine.events import Cancelled, Completed, Failed, FailureKind, TurnOutcome
+from zeroclaw_ref.engine.execution import ResolvedAgentExecution
+from zeroclaw_ref.engine.turn import TurnEngine
+from zeroclaw_ref.rpc.endpoint import Call
+from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire.errors import LocalProtocolError, RpcError
+
+from .project import CANCEL_MARKER, TurnProjector
+
+log = logging.getLogger(__name__)
+
+
+class State(Enum):
+    IDLE = "idle"
+    BUSY = "busy"
+    DRAINING = "draining"
+    GONE = "gone"
+
+
+class Event(Enum):
+    PROMPT = "prompt accepted"
+    TURN_ENDED = "turn ended"
+    DRAIN = "stop, close, reap or shutdown"
+    WORKER_DONE = "worker finished"
+
+
+TRANSITIONS: dict[tuple[State, Event], State] = {
+    (State.IDLE, Event.PROMPT): State.BUSY,
+    (State.BUSY, Event.TURN_ENDED): State.IDLE,
+    (State.IDLE, Event.DRAIN): State.DRAINING,
+    (State.BUSY, Event.DRAIN): State.DRAINING,
+    (State.DRAINING, Event.TURN_ENDED): State.DRAINING,
+    (State.DRAINING, Event.WORKER_DONE): State.GONE,
+}
+
+# acp.md Table 4-3
+_FAILURE_TEXT = {
+    FailureKind.INVALID_COMPLETION: "The model provider returned an invalid semantic completion.",
+    FailureKind.PROVIDER_TOOLS_WITHOUT_ANSWER: (
+        "The model provider ended after provider-executed tools without a final response."
+    ),
+}
+
+
+def failure_message(outcome: Failed) -> str:
+    """The −32603 message of a failed turn (acp.md Table 4-3), credential-scrubbed."""
+    fixed = _FAILURE_TEXT.get(outcome.kind)
+    if fixed is not None:
+        return fixed
+    if outcome.kind is FailureKind.PANIC:
+        return f"Agent task panicked: {clean_output(outcome.diagnostic)}"
+    return f"Agent turn failed: {clean_output(outcome.diagnostic)}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    call: Call
+    text: str
+    token: CancelToken
+
+
+@dataclass(frozen=True, slots=True)
+class _Finish:
+    """Complete a stop (`result` is the stop result) or a close (`{}`), or end silently."""
+
+    call: Call | None
+    result: JSON
+
+
+Job = _Turn | _Finish
+
+
+class AcpSession:
+    """A published session; the server owns the active set, the session owns its worker."""
+
+    def __init__(
+        self,
+        session_id: str,
+        workspace: Path,
+        execution: ResolvedAgentExecution,
+        engine: TurnEngine,
+        clock: Clock,
+        send_update: Callable[[str, JSONObject], None],
+        send_trimmed: Callable[[JSONObject], None],
+        on_gone: Callable[[AcpSession], None],
+        history: list[JSONObject] | None = None,
+    ) -> None:
+        self.id = session_id
+        self.workspace = workspace
+        self.execution = execution
+        self._engine = engine
+        self._clock = clock
+        self._send_update = send_update
+        self._send_trimmed = send_trimmed
+        self._on_gone = on_gone
+        self.history: list[JSONObject] = list(history or [])
+        self.plan: list[JSON] | None = None
+        self.last_active = clock.now()
+        self._state = State.IDLE
+        self._lock = threading.Lock()
+        self._token: CancelToken | None = None
+        self._inbox: queue.Queue[Job] = queue.Queue()
+        self._worker = threading.Thread(target=self._run, name=f"session-{session_id}", daemon=True)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker.start()
+
+    def _fire(self, event: Event) -> State:
+        with self._lock:
+            return self._fire_locked(event)
+
+    def _fire_locked(self, event: Event) -> State:
+        new = TRANSITIONS.get((self._state, event))
+        if new is None:
+            raise LocalProtocolError(f"session {self.id}: {event.value} in state {self._state}")
+        self._state = new
+        return new
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def busy(self) -> bool:
+        return self._token is not None
+
+    # --- reader-thread operations (never wait) -------------------------------------------
+
+    def try_take_turn(self) -> CancelToken | None:
+        """[ACP-PROMPT-02] take the turn slot atomically; None when a turn is active."""
+        with self._lock:
+            if self._state is not State.IDLE:
+                return None
+            self._fire_locked(Event.PROMPT)
+            self._token = CancelToken()
+            return self._token
+
+    def release_turn(self) -> None:
+        """Give the slot back (acceptance failed, or the turn ended)."""
+        with self._lock:
+            self._token = None
+            self._fire_locked(Event.TURN_ENDED)
+
+    def run_turn(self, call: Call, text: str, token: CancelToken) -> None:
+        self._inbox.put(_Turn(call, text, token))
+
+    def cancel_turn(self) -> None:
+        """[ACP-CANCEL-03] fire the active turn's signal; nothing when idle (ACP-CANCEL-04)."""
+        with self._lock:
+            token = self._token
+        if token is not None:
+            token.fire()
+
+    def drain(self, call: Call | None, result: JSON) -> None:
+        """Leave the active set: finish after any running turn, answering `call` with
+        `result` (ACP-STOP-03, ACP-CLOSE-04); `call` None ends silently (reap, shutdown)."""
+        self._fire(Event.DRAIN)
+        self._inbox.put(_Finish(call, result))
+
+    def touch(self) -> None:
+        self.last_active = self._clock.now()  # [ACP-REAP-03]
+
+    def join(self, timeout: float) -> bool:
+        self._worker.join(timeout)
+        return not self._worker.is_alive()
+
+    # --- the worker ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            job = self._inbox.get()
+            if isinstance(job, _Turn):
+                self._turn(job)
+                continue
+            self._fire(Event.WORKER_DONE)
+            self._on_gone(self)  # unregister before answering, so the id is free again
+            if job.call is not None:
+                job.call.reply(job.result)
+            return
+
+    def _turn(self, job: _Turn) -> None:
+        projector = TurnProjector(
+            self.id, self.workspace, lambda u: self._send_update(self.id, u), self._send_trimmed
+        )
+        try:
+            outcome: TurnOutcome = self._engine.run_turn(
+                self.execution, list(self.history), job.text, projector.on_event, job.token
+            )
+        except Exception as exc:
+            log.exception("turn of session %s raised", self.id)
+            outcome = Failed(FailureKind.PANIC, str(exc))
+        if isinstance(outcome, Failed) and job.token.is_set():
+            outcome = Cancelled()  # [ACP-PROMPT-29] the cancel fired before the runtime ended
+        self._finish_turn(job, projector, outcome)
+
+    def _finish_turn(self, job: _Turn, projector: TurnProjector, outcome: TurnOutcome) -> None:
+        if isinstance(outcome, Completed):
+            self.history.extend(outcome.messages)
+            if projector.last_plan is not None:
+                self.plan = projector.last_plan
+            result: JSONObject = {
+                "sessionId": self.id,
+                "stopReason": w.STOP_END_TURN,
+                "content": outcome.text,
+            }  # [ACP-PROMPT-27]
+            self._end(job, lambda: job.call.reply(result))
+        elif isinstance(outcome, Cancelled):
+            projector.close_open_calls(CANCEL_MARKER)  # [ACP-UPD-17]
+            projector.turn_cancelled()  # [ACP-UPD-26]
+            cancelled: JSONObject = {
+                "sessionId": self.id,
+                "stopReason": w.STOP_CANCELLED,
+                "content": projector.cancelled_content(),
+            }  # [ACP-PROMPT-28]
+            self._end(job, lambda: job.call.reply(cancelled))
+        else:
+            message = failure_message(outcome)
+            projector.close_open_calls(message)  # [ACP-UPD-17]
+            self._end(job, lambda: job.call.fail(RpcError.internal_error(message)))
+
+    def _end(self, job: _Turn, answer: Callable[[], None]) -> None:
+        # [ACP-PROMPT-24] last_active on every outcome; [ACP-PROMPT-25] slot released before
+        # the answer is enqueued, so the client may send the next prompt right away.
+        self.touch()
+        self.release_turn()
+        answer()
+

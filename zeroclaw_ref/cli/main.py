@@ -1,0 +1,119 @@
+"""`zeroclaw_ref` / `python -m zeroclaw_ref`: the subcommand table.
+
+The global `--config-dir DIR` is accepted before or after the subcommand (CFG-DIR-01,
+ACP-TR-04). Configuration errors print `ERROR: ` lines and exit 1 before anything else
+happens (CFG-LOAD-09, ACP-TR-05); usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+
+from zeroclaw_ref import __version__
+from zeroclaw_ref.config.model import ConfigError, ConfigSnapshot
+from zeroclaw_ref.core import log as logsetup
+from zeroclaw_ref.core.clock import Clock, FixedClock, SystemClock
+from zeroclaw_ref.core.ids import IdFactory, RandomIds, SequentialIds
+from zeroclaw_ref.core.limits import DEFAULT_REAPER_INTERVAL_SECS
+
+log = logging.getLogger(__name__)
+
+# [CFG-ACP-01] ranges of the command-line overrides (ACP-CFG-09)
+_ACP_RANGES = {"max_sessions": (1, 1000), "session_timeout_secs": (1, 86400)}
+
+
+class StartupError(Exception):
+    """An error that prints `ERROR: <line>` lines and exits 1."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zeroclaw_ref", description=__doc__.splitlines()[0])
+    parser.add_argument("--config-dir", dest="config_dir", metavar="DIR")
+    parser.add_argument("--version", action="version", version=f"zeroclaw_ref {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    acp = commands.add_parser("acp", help="serve ACP over stdio (JSON-RPC, one message a line)")
+    acp.add_argument("--config-dir", dest="sub_config_dir", metavar="DIR")
+    acp.add_argument("--max-sessions", metavar="N")
+    acp.add_argument("--session-timeout", metavar="SECS")
+    acp.add_argument(
+        "--reaper-interval", metavar="SECS", default=str(DEFAULT_REAPER_INTERVAL_SECS)
+    )
+    return parser
+
+
+def _load(config_dir_arg: str | None, environ: Mapping[str, str]) -> ConfigSnapshot:
+    from zeroclaw_ref.config.dirs import resolve_dirs
+    from zeroclaw_ref.config.load import load_config
+
+    config_dir, data_dir = resolve_dirs(config_dir_arg, environ)
+    snapshot = load_config(config_dir, data_dir, environ)
+    for warning in snapshot.warnings:
+        print(f"warning: {warning}", file=sys.stderr)  # [CFG-LOAD-08]
+    return snapshot
+
+
+def _int_option(name: str, raw: str | None, key: str) -> int | None:
+    """[ACP-CFG-09] a decimal integer within the config.md range, else a startup error."""
+    if raw is None:
+        return None
+    low, high = _ACP_RANGES[key]
+    if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
+        raise StartupError([f"invalid value for {name}: {raw}"])
+    return int(raw)
+
+
+def _determinism(environ: Mapping[str, str]) -> tuple[Clock, IdFactory]:
+    """DESIGN §8: ZEROCLAW_REF_DETERMINISTIC=1 fixes the clock and numbers the ids."""
+    if environ.get("ZEROCLAW_REF_DETERMINISTIC") == "1":
+        return FixedClock(), SequentialIds()
+    return SystemClock(), RandomIds()
+
+
+def _run_acp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    max_sessions = _int_option("--max-sessions", args.max_sessions, "max_sessions")
+    timeout = _int_option("--session-timeout", args.session_timeout, "session_timeout_secs")
+    try:
+        interval = float(args.reaper_interval)
+        if not interval > 0:
+            raise ValueError
+    except ValueError:
+        raise StartupError([f"invalid value for --reaper-interval: {args.reaper_interval}"]) from None
+    config = _load(args.sub_config_dir or args.config_dir, environ)
+    acp = config.acp
+    # [ACP-CFG-08] command line beats environment beats file beats default.
+    if max_sessions is not None:
+        acp = dataclasses.replace(acp, max_sessions=max_sessions)
+    if timeout is not None:
+        acp = dataclasses.replace(acp, session_timeout_secs=timeout)
+    config = dataclasses.replace(config, acp=acp)
+    from zeroclaw_ref.acp.stdio import StdioOptions, serve_stdio
+
+    clock, ids = _determinism(environ)
+    return serve_stdio(config, ids, clock, StdioOptions(reaper_interval=interval))
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
+    "acp": _run_acp,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run one subcommand; returns the exit status."""
+    logsetup.configure()
+    args = _parser().parse_args(argv)
+    environ = dict(os.environ)
+    try:
+        return COMMANDS[args.command](args, environ)
+    except (ConfigError, StartupError) as exc:
+        for line in exc.lines:
+            print(f"ERROR: {line}", file=sys.stderr)
+        return 1

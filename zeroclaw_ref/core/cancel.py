@@ -1,0 +1,114 @@
+"""Cancellation tokens and one-shot reply boxes (DESIGN §7.5, §7.6).
+
+A `CancelToken` is a `threading.Event` plus callbacks that run once, on the thread that fires
+it. A `Slot` is a queue of size one that accepts only its first offer, so an answer and a
+cancellation racing each other resolve it exactly once, and the waiter makes a single blocking
+`get(timeout)` that wakes for whichever comes first — no polling.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Final, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class _Cancelled:
+    """The sentinel a cancelled wait receives."""
+
+    _instance: _Cancelled | None = None
+
+    def __repr__(self) -> str:
+        return "CANCELLED"
+
+
+CANCELLED: Final = _Cancelled()
+
+
+class _TimedOut:
+    def __repr__(self) -> str:
+        return "TIMED_OUT"
+
+
+TIMED_OUT: Final = _TimedOut()
+
+
+class CancelToken:
+    """A turn's cancellation signal; firing it runs the registered callbacks once."""
+
+    def __init__(self, parent: CancelToken | None = None) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+        if parent is not None:
+            # A child token fires with its parent (POL-DELEG-09), never the other way round.
+            parent.add_callback(self.fire)
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block until fired or `timeout` seconds pass; True when fired."""
+        return self._event.wait(timeout)
+
+    def fire(self) -> None:
+        """Set the signal and run every callback registered so far (idempotent)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            callback()
+
+    def add_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Register `callback`; it runs at once when the token already fired.
+
+        Returns a function that unregisters it (call it after the guarded wait ends).
+        """
+        with self._lock:
+            if not self._event.is_set():
+                key = self._next
+                self._next += 1
+                self._callbacks[key] = callback
+                return lambda: self._remove(key)
+        callback()
+        return lambda: None
+
+    def _remove(self, key: int) -> None:
+        with self._lock:
+            self._callbacks.pop(key, None)
+
+
+class Slot(Generic[T]):
+    """A one-shot reply box: the first `offer` wins, later offers are ignored."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[T | _Cancelled] = queue.Queue(maxsize=1)
+        self._lock = threading.Lock()
+        self._filled = False
+
+    def offer(self, value: T | _Cancelled) -> bool:
+        """Deliver `value` unless something was delivered already; True when accepted."""
+        with self._lock:
+            if self._filled:
+                return False
+            self._filled = True
+        self._queue.put_nowait(value)
+        return True
+
+    @property
+    def filled(self) -> bool:
+        return self._filled
+
+    def get(self, timeout: float | None) -> T | _Cancelled | _TimedOut:
+        """Wait for the value, `CANCELLED`, or `TIMED_OUT` after `timeout` seconds."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return TIMED_OUT

@@ -1,0 +1,223 @@
+"""`resolve()`: the one seam every construction path builds its engine input through
+(policy.md §6, §7).
+
+Goals: a path names itself and what only it knows (its approver, its session workspace, its
+caller list); every other surface — tools, approvals, knobs, model, MCP scope, memory, skills,
+peripherals, the system prompt — is computed here, in the fixed order of POL-RESOLVE-08, with
+per-path differences read only from the data table `PATH_PROFILES` (POL-PATH-22).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from zeroclaw_ref.config.model import ConfigSnapshot, effective_profile
+from zeroclaw_ref.engine.execution import (
+    ResolvedAgentExecution,
+    ResolvedIo,
+    ResolvedLineage,
+    ResolvedMcpScope,
+    ResolvedMemory,
+    ResolvedModelAccess,
+    ResolvedRuntimeKnobs,
+    _minting,
+)
+from zeroclaw_ref.engine.registry import ScopedAssembly, ScopedToolRegistry
+from zeroclaw_ref.engine.sysprompt import build_system_prompt
+from zeroclaw_ref.policy.approvals import ApprovalManager, Approver
+from zeroclaw_ref.policy.security import SecurityPolicy
+from zeroclaw_ref.providers.factory import create_provider
+from zeroclaw_ref.tools.catalogue import build_universe
+
+log = logging.getLogger(__name__)
+
+PATHS: Final = ("acp", "gateway-chat", "gateway-tools", "cli-run", "cron", "delegate")
+
+
+@dataclass(frozen=True, slots=True)
+class PathProfile:
+    """One row of PATH_PROFILES; None means "decided from the agent or the parent"."""
+
+    connect_mcp: bool | None
+    connect_peripherals: bool
+    exclude_memory: bool | None
+    acp_delivery: bool
+    list_deferred_mcp_specs: bool
+    interaction: str | None
+
+
+# [POL-PATH-22] the only place per-path differences live. `None` cells are computed by rule:
+# acp connects MCP only when the agent opts in (POL-PATH-04); delegate rows follow the parent
+# (POL-PATH-13); cli-run's interaction is terminal or none (POL-PATH-15).
+PATH_PROFILES: Final[dict[str, PathProfile]] = {
+    "acp": PathProfile(None, True, True, True, False, "acp_backchannel"),
+    "gateway-chat": PathProfile(True, True, False, False, False, "none"),
+    "gateway-tools": PathProfile(True, False, False, False, True, "listing"),
+    "cli-run": PathProfile(True, True, False, False, False, None),
+    "cron": PathProfile(True, True, False, False, False, "none"),
+    "delegate": PathProfile(None, False, None, False, False, None),
+}
+
+
+class ResolveError(Exception):
+    """`resolve()` refused; the message is the text the front door reports."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathRequest:
+    """What a front door may say about itself (policy.md §6.2)."""
+
+    path: str
+    approver: Approver | None = None
+    caller_allowed: frozenset[str] | None = None
+    session_workspace: Path | None = None
+    parent: ResolvedAgentExecution | None = None
+    interactive: bool = False
+
+
+_observers: list[Callable[[ResolvedAgentExecution], None]] = []
+_observers_lock = threading.Lock()
+
+
+def add_resolve_observer(callback: Callable[[ResolvedAgentExecution], None]) -> None:
+    """[POL-RESOLVE-17] call `callback` with every execution minted from now on."""
+    with _observers_lock:
+        _observers.append(callback)
+
+
+def remove_resolve_observer(callback: Callable[[ResolvedAgentExecution], None]) -> None:
+    with _observers_lock:
+        _observers.remove(callback)
+
+
+def unknown_agent_text(alias: str) -> str:
+    """[POL-RESOLVE-07] [ACP-NEW-05] the dash is U+2014."""
+    return f"Unknown agent `{alias}` — no [agents.{alias}] entry configured"
+
+
+def not_dispatchable_text(alias: str) -> str:
+    """[POL-RESOLVE-07] [ACP-NEW-05]"""
+    return f"Agent `{alias}` is not enabled for dispatch"
+
+
+def _check_request(request: PathRequest) -> PathProfile:
+    """[POL-RESOLVE-06] a path cannot carry a field it is not allowed to set."""
+    profile = PATH_PROFILES.get(request.path)
+    if profile is None:
+        raise ResolveError(f"unknown construction path: {request.path}")
+    if request.caller_allowed is not None and request.path not in ("cron", "delegate"):
+        raise ResolveError(f"path {request.path} cannot carry a caller allow-list")
+    if request.session_workspace is not None and request.path != "acp":
+        raise ResolveError(f"path {request.path} cannot carry a session workspace")
+    if request.parent is not None and request.path != "delegate":
+        raise ResolveError(f"path {request.path} cannot carry a parent execution")
+    needs_approver = request.path == "acp" or (request.path == "cli-run" and request.interactive)
+    if needs_approver != (request.approver is not None) and request.path != "delegate":
+        raise ResolveError(f"path {request.path} got an approver that does not fit its mode")
+    return profile
+
+
+def resolve(config: ConfigSnapshot, agent_alias: str, request: PathRequest) -> ResolvedAgentExecution:
+    """Build the sealed execution for `agent_alias` on `request.path`.
+
+    Raises:
+        ResolveError: unknown or non-dispatchable agent, a request its path forbids, or a
+            failure to build the model provider or workspace; nothing is left open.
+    """
+    profile = _check_request(request)
+    agent = config.agents.get(agent_alias)
+    if agent is None:
+        raise ResolveError(unknown_agent_text(agent_alias))
+    if not agent.dispatchable:
+        raise ResolveError(not_dispatchable_text(agent_alias))
+    # 1. effective risk profile [POL-AUTO-03]
+    risk = effective_profile(config.autonomy, config.risk_profiles.get(agent.risk_profile))
+    # 2. security policy: the workspace is the session's on acp, the agent's elsewhere
+    agent_ws = _canonical_dir(config.agent_workspace(agent_alias))
+    workspace = request.session_workspace or agent_ws
+    security = SecurityPolicy.build(risk, workspace, agent_ws)
+    # 3. runtime knobs
+    runtime = config.runtime_profiles[agent.runtime_profile]
+    knobs = ResolvedRuntimeKnobs(
+        max_tool_iterations=runtime.max_tool_iterations or 10,  # 0 means the default
+        max_history_messages=runtime.max_history_messages,
+        max_tool_result_chars=runtime.max_tool_result_chars,
+        parallel_tools=runtime.parallel_tools,
+        shell_timeout_secs=runtime.shell_timeout_secs,
+        max_delegation_depth=runtime.max_delegation_depth,
+        excluded_tools=frozenset(risk.excluded_tools),  # [POL-RESOLVE-13] every path and level
+        tool_filter_groups=runtime.tool_filter_groups,
+    )
+    # 4. model access [POL-RESOLVE-11] [POL-RESOLVE-12]: a fresh provider per execution
+    provider_cfg = config.providers[agent.model_provider]
+    try:
+        provider = create_provider(provider_cfg, config.config_dir)
+    except Exception as exc:
+        raise ResolveError(str(exc)) from exc
+    temperature = runtime.temperature
+    if temperature is None:
+        temperature = provider_cfg.temperature if provider_cfg.temperature is not None else 0.7
+    model = ResolvedModelAccess(
+        provider_cfg.name, provider_cfg.kind, provider_cfg.model, temperature, provider
+    )
+    # 5. MCP grant, 6. skills, 7. memory — switches first, surfaces as they land.
+    connect_mcp = agent.acp_enable_mcp if profile.connect_mcp is None else profile.connect_mcp
+    exclude_memory = bool(profile.exclude_memory)
+    interaction = profile.interaction or ("terminal" if request.interactive else "none")
+    assembly = ScopedAssembly(
+        agent_alias=agent_alias,
+        path=request.path,
+        config=config,
+        security=security,
+        universe=build_universe(security, bool(agent.delegates)),
+        caller_allowed=request.caller_allowed,
+        connect_mcp=connect_mcp,
+        connect_peripherals=profile.connect_peripherals,
+        exclude_memory=exclude_memory,
+        acp_delivery=profile.acp_delivery,
+        list_deferred_mcp_specs=profile.list_deferred_mcp_specs,
+    )
+    # 8. assemble()
+    registry = ScopedToolRegistry.assemble(assembly)
+    # 9. approval manager: a fresh, empty session allow-list [POL-APPROVE-11]
+    approval = ApprovalManager(
+        risk.level, risk.auto_approve, risk.always_ask, interaction, request.approver
+    )
+    # 10. system prompt [POL-RESOLVE-14]
+    prompt = build_system_prompt(agent_alias, agent.system_prompt, workspace)
+    io = ResolvedIo(registry, approval, interaction, prompt)
+    with _minting():
+        execution = ResolvedAgentExecution(
+            agent_alias=agent_alias,
+            path=request.path,
+            assembly=assembly,
+            model=model,
+            io=io,
+            knobs=knobs,
+            security=security,
+            mcp=ResolvedMcpScope(False, (), "none"),
+            skills=(),
+            memory=ResolvedMemory(enabled=not exclude_memory, store_path=None),
+            lineage=ResolvedLineage(agent_alias, None, None, 0, request.path),
+        )
+    with _observers_lock:
+        observers = list(_observers)
+    for callback in observers:
+        callback(execution)
+    return execution
+
+
+def _canonical_dir(path: Path) -> Path:
+    """[ACP-NEW-14] create the agent workspace with its parents, then canonicalise it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ResolveError(
+            f"cannot create agent workspace {path}: {exc.strerror or exc}"
+        ) from exc
+    return path.resolve()

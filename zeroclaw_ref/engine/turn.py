@@ -1,0 +1,321 @@
+"""The turn engine: model rounds, tool calls, approvals and cancellation (policy.md §6.5).
+
+Goals: one engine for every construction path, which takes everything it uses from a minted
+execution (POL-ENGINE-11) and reports progress only through events (acp.md Table 0-1).
+
+Plan per round: build the request (system prompt + trimmed history, POL-ENGINE-10); drain the
+provider through a `Pump`, checking the cancel token at every event (ACP-RT-04); with no tool
+calls the round's text is the answer; otherwise ask every approval of the round in call order
+first (POL-APPROVE-17), then run the allowed calls in order, each through the fixed pipeline of
+POL-ENGINE-06. After `max_tool_iterations` tool rounds one last request without tools asks for
+an answer (POL-ENGINE-07).
+
+Caveat: a call still running when the turn is cancelled gets no `ToolFinished`; the front door
+closes it (acp.md ACP-UPD-17), because its output is not a result the model will ever see.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from zeroclaw_ref.core.cancel import CancelToken, _Cancelled
+from zeroclaw_ref.core.ids import IdFactory
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.core.pump import Pump, PumpError
+from zeroclaw_ref.engine.events import (
+    Cancelled,
+    Completed,
+    EventSink,
+    Failed,
+    FailureKind,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallStarted,
+    ToolFinished,
+    TurnOutcome,
+)
+from zeroclaw_ref.engine.execution import ResolvedAgentExecution, is_minted
+from zeroclaw_ref.engine.history import trim
+from zeroclaw_ref.policy.approvals import DENIED_BY_USER, Decision, Requirement, runtime_denial_text
+from zeroclaw_ref.providers.base import (
+    InvalidCompletion,
+    ModelRequest,
+    ProviderEvent,
+    TextChunk,
+    ThoughtChunk,
+    ToolCall,
+    ToolSpec,
+)
+from zeroclaw_ref.tools.base import ToolContext, ToolResult
+
+log = logging.getLogger(__name__)
+
+# [POL-ENGINE-07]
+MAX_ITERATIONS_PROMPT = (
+    "You have reached the maximum number of tool iterations. Please provide your best answer "
+    "based on the work completed so far. Summarize what you accomplished and what remains to "
+    "be done."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Round:
+    text: str
+    thoughts: str
+    calls: tuple[ToolCall, ...]
+
+
+class _Stop(Exception):
+    """Ends the turn early with `outcome`."""
+
+    def __init__(self, outcome: TurnOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+class TurnEngine:
+    """Runs turns; stateless apart from the id factory for provider-less tool-call ids."""
+
+    def __init__(self, ids: IdFactory) -> None:
+        self._ids = ids
+
+    def run_turn(
+        self,
+        execution: ResolvedAgentExecution,
+        history: list[JSONObject],
+        user_message: str,
+        events: EventSink,
+        cancel: CancelToken,
+    ) -> TurnOutcome:
+        """Run one turn to its single outcome (ACP-RT-02).
+
+        Raises:
+            TypeError: `execution` was not minted by resolve() (POL-ENGINE-01).
+            ValueError: `execution` is a listing (POL-ENGINE-02).
+        """
+        if not is_minted(execution):
+            raise TypeError("turn engine requires a ResolvedAgentExecution minted by resolve()")
+        if execution.path == "gateway-tools":
+            raise ValueError("listing executions cannot run turns")
+        turn = _Turn(self._ids, execution, events, cancel)
+        added: list[JSONObject] = [{"role": "user", "content": user_message}]
+        try:
+            return turn.run(history, added)
+        except _Stop as stop:
+            return stop.outcome
+
+
+class _Turn:
+    def __init__(
+        self,
+        ids: IdFactory,
+        execution: ResolvedAgentExecution,
+        events: EventSink,
+        cancel: CancelToken,
+    ) -> None:
+        self.ids = ids
+        self.ex = execution
+        self.emit = events
+        self.cancel = cancel
+
+    def run(self, history: list[JSONObject], added: list[JSONObject]) -> TurnOutcome:
+        limit = self.ex.knobs.max_tool_iterations
+        for _ in range(limit):
+            round_ = self._model_round(history + added, self._specs())
+            if not round_.calls:
+                return self._answer(round_, added)
+            added.append(self._assistant_message(round_))
+            added.extend(self._run_calls(round_.calls))
+        # [POL-ENGINE-07] no more tools: one last request asks for the best answer.
+        # Design: the nudge is sent to the model but not kept in the stored history.
+        nudge: JSONObject = {"role": "user", "content": MAX_ITERATIONS_PROMPT}
+        final = self._model_round([*history, *added, nudge], ())
+        if not final.text.strip():
+            return Failed(FailureKind.OTHER, f"Agent exceeded maximum tool iterations ({limit})")
+        return self._answer(_Round(final.text, final.thoughts, ()), added)
+
+    def _answer(self, round_: _Round, added: list[JSONObject]) -> TurnOutcome:
+        if not round_.text.strip():
+            # acp.md Table 4-3, first row: nothing to answer with and nothing to do.
+            return Failed(FailureKind.INVALID_COMPLETION, "empty completion")
+        added.append(self._assistant_message(round_))
+        return Completed(round_.text, tuple(added))
+
+    # --- one model request -------------------------------------------------------------
+
+    def _specs(self) -> tuple[ToolSpec, ...]:
+        excluded = self.ex.knobs.excluded_tools  # [POL-ENGINE-03]
+        return tuple(
+            ToolSpec(t.name, t.description, t.parameters)
+            for t in self.ex.io.tools
+            if t.name not in excluded
+        )
+
+    def _model_round(self, conversation: list[JSONObject], specs: tuple[ToolSpec, ...]) -> _Round:
+        trimmed = trim(conversation, self.ex.knobs.max_history_messages)  # [POL-ENGINE-10]
+        system: JSONObject = {"role": "system", "content": self.ex.io.system_prompt}
+        request = ModelRequest(
+            model=self.ex.model.model,
+            temperature=self.ex.model.temperature,
+            messages=(system, *trimmed.kept),
+            tools=specs,
+        )
+        provider = self.ex.model.provider
+        text: list[str] = []
+        thoughts: list[str] = []
+        calls: list[ToolCall] = []
+
+        def source() -> Iterator[ProviderEvent]:
+            yield from provider.stream(request)  # runs on the pump thread
+
+        pump: Pump[ProviderEvent] = Pump(source(), self.cancel, request.stop)
+        try:
+            for item in pump.items():
+                # [ACP-RT-04] the cancel is checked at every streamed event.
+                if isinstance(item, _Cancelled) or self.cancel.is_set():
+                    raise _Stop(Cancelled())
+                if isinstance(item, TextChunk):
+                    text.append(item.text)
+                    self.emit(TextDelta(item.text))
+                elif isinstance(item, ThoughtChunk):
+                    thoughts.append(item.text)
+                    self.emit(ThoughtDelta(item.text))
+                elif isinstance(item, ToolCall):
+                    calls.append(item)
+        except PumpError as exc:
+            raise _Stop(self._provider_failure(exc.__cause__)) from exc
+        if self.cancel.is_set():
+            raise _Stop(Cancelled())
+        return _Round("".join(text), "".join(thoughts), tuple(calls))
+
+    def _provider_failure(self, cause: BaseException | None) -> TurnOutcome:
+        if self.cancel.is_set():
+            return Cancelled()  # [ACP-PROMPT-29] a cancel racing a failure wins
+        if isinstance(cause, InvalidCompletion):
+            return Failed(FailureKind.INVALID_COMPLETION, str(cause))
+        if isinstance(cause, Exception) and type(cause).__module__.startswith("zeroclaw_ref"):
+            return Failed(FailureKind.OTHER, str(cause))
+        log.error("provider raised unexpectedly: %r", cause)
+        return Failed(FailureKind.PANIC, str(cause))
+
+    @staticmethod
+    def _assistant_message(round_: _Round) -> JSONObject:
+        message: JSONObject = {"role": "assistant", "content": round_.text}
+        if round_.thoughts:
+            message["reasoning"] = round_.thoughts
+        if round_.calls:
+            message["toolCalls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in round_.calls
+            ]
+        return message
+
+    # --- tool calls --------------------------------------------------------------------
+
+    def _run_calls(self, raw_calls: tuple[ToolCall, ...]) -> list[JSONObject]:
+        # [ACP-RT-03] provider ids when present, fresh UUIDs otherwise
+        calls = [
+            ToolCall(c.id or self.ids.new("tool-call"), c.name, c.arguments) for c in raw_calls
+        ]
+        results: dict[int, ToolFinished] = {}
+        runnable: list[tuple[int, ToolCall, bool]] = []
+        # [POL-APPROVE-17] every approval of the round first, one at a time, in call order.
+        for index, call in enumerate(calls):
+            self._check_cancel()
+            verdict = self._gate(call)
+            if isinstance(verdict, ToolFinished):
+                self.emit(ToolCallStarted(call.id or "", call.name, call.arguments))
+                self.emit(verdict)  # [ACP-UPD-20] refused calls show up at once
+                results[index] = verdict
+            else:
+                runnable.append((index, call, verdict))
+        for index, call, approved in runnable:
+            self._check_cancel()
+            results[index] = self._execute(call, approved)
+        return [
+            {"role": "tool", "content": results[i].output, "toolCallId": results[i].id,
+             "name": results[i].name}
+            for i in range(len(calls))
+        ]  # fmt: skip
+
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise _Stop(Cancelled())  # [ACP-RT-04] between tool calls
+
+    def _gate(self, call: ToolCall) -> ToolFinished | bool:
+        """Lookup, exclusion and approval (POL-ENGINE-04..06); a result when refused, else the
+        runtime approval flag for the call."""
+        call_id = call.id or ""
+        name = call.name
+        if name.strip().casefold() in {n.casefold() for n in self.ex.knobs.excluded_tools}:
+            return self._refused(call, f"Error: Tool not available in this turn: {name}")
+        if self.ex.io.tools.get(name) is None:
+            return self._refused(call, f"Error: Unknown tool: {name}")
+        approval = self.ex.io.approval
+        requirement = approval.requirement(name)
+        if requirement is not Requirement.PROMPT:
+            return requirement is Requirement.APPROVED
+        approver = approval.approver
+        if approver is None:
+            return self._refused(call, runtime_denial_text(name))  # [POL-APPROVE-07]
+        answer = approver.ask(name, call.arguments, self.cancel)
+        if answer.decision is Decision.CANCELLED or self.cancel.is_set():
+            raise _Stop(Cancelled())  # [ACP-PERM-13] no update for the unasked call
+        if answer.decision is Decision.ALLOW_ALWAYS:
+            approval.allow_always(name)
+            return True
+        if answer.decision is Decision.ALLOW_ONCE:
+            return True
+        if answer.decision is Decision.REJECT:
+            return ToolFinished(call_id, name, DENIED_BY_USER, False)
+        if answer.decision is Decision.REPLACE:
+            return ToolFinished(call_id, name, answer.replacement, True)
+        return self._refused(call, runtime_denial_text(name))
+
+    @staticmethod
+    def _refused(call: ToolCall, text: str) -> ToolFinished:
+        return ToolFinished(call.id or "", call.name, text, False)
+
+    def _execute(self, call: ToolCall, approved: bool) -> ToolFinished:
+        tool = self.ex.io.tools.get(call.name)
+        assert tool is not None  # checked by _gate
+        self.emit(ToolCallStarted(call.id or "", call.name, call.arguments))
+        context = ToolContext(cancel=self.cancel, approved=approved, call_id=call.id or "")
+        try:
+            result = tool.execute(call.arguments, context)
+            text = result.model_text()
+        except Exception as exc:  # [POL-TOOL-03] a raising tool is reported, never fatal
+            log.exception("tool %s raised", call.name)
+            result = ToolResult.fail(str(exc))
+            text = f"Error executing {call.name}: {exc}"
+        if self.cancel.is_set():
+            raise _Stop(Cancelled())  # the front door closes the open call (ACP-UPD-17)
+        text = truncate(text, self.ex.knobs.max_tool_result_chars)
+        finished = ToolFinished(call.id or "", call.name, text, result.success, result.data)
+        self.emit(finished)
+        return finished
+
+
+def truncate(text: str, budget: int) -> str:
+    """[POL-ENGINE-08] keep the first two thirds and the last third of the budget."""
+    if len(text) <= budget:
+        return text
+    head_len, tail_len = budget * 2 // 3, budget - budget * 2 // 3
+    head, tail = text[:head_len], text[len(text) - tail_len :]
+    # Never split an [IMAGE:…] marker: widen the cut to the marker's edge.
+    opened = head.rfind("[IMAGE:")
+    if opened >= 0 and "]" not in head[opened:]:
+        head = head[:opened]
+    closing = tail.find("]")
+    if closing >= 0 and "[IMAGE:" not in tail[:closing] and "[IMAGE:" in text[
+        len(text) - tail_len - 200 : len(text) - tail_len + closing
+    ]:
+        tail = tail[closing + 1 :]
+    removed = len(text) - len(head) - len(tail)
+    return f"{head}\n\n[... {removed} characters truncated ...]\n\n{tail}"
+
+
+def arguments_text(arguments: JSON) -> str:
+    """Compact JSON of a call's arguments, for logs."""
+    return dumps(arguments)

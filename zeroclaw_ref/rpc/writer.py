@@ -1,0 +1,69 @@
+"""The one thread that owns an output stream (acp.md ACP-TR-28, ACP-TR-29; DESIGN §7.3).
+
+Producers serialise on their own thread and enqueue complete lines; the writer writes each
+line whole and flushes before taking the next, so messages never interleave and per-producer
+order is FIFO (ACP-TR-34). A failed write switches the writer to discard mode and reports the
+disconnect once (ACP-TR-36). `close()` enqueues a sentinel, so everything queued before it is
+still written: that is the "flush the writer" step of shutdown (ACP-TR-35).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+from zeroclaw_ref.core.limits import WRITER_JOIN_SECS
+from zeroclaw_ref.wire.framing import encode_line
+
+log = logging.getLogger(__name__)
+
+
+class _Close:
+    pass
+
+
+_CLOSE = _Close()
+
+Sink = Callable[[bytes], None]
+
+
+class Writer:
+    """Serialises every outbound message onto one sink."""
+
+    def __init__(self, sink: Sink, on_broken: Callable[[], None] = lambda: None) -> None:
+        self._sink = sink
+        self._on_broken = on_broken
+        self._queue: queue.Queue[bytes | _Close] = queue.Queue()
+        self._broken = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def broken(self) -> bool:
+        return self._broken.is_set()
+
+    def send(self, line: str) -> None:
+        """Enqueue one message (compact JSON without its newline)."""
+        if not self._broken.is_set():
+            self._queue.put(encode_line(line))
+
+    def close(self) -> None:
+        """Write everything queued so far, then stop; waits a bounded time."""
+        self._queue.put(_CLOSE)
+        self._thread.join(WRITER_JOIN_SECS)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if isinstance(item, _Close):
+                return
+            if self._broken.is_set():
+                continue  # [ACP-TR-36] discard mode: drain without writing
+            try:
+                self._sink(item)
+            except (OSError, ValueError) as exc:
+                log.warning("output stream closed: %s", exc)
+                self._broken.set()
+                self._on_broken()
