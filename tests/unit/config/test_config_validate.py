@@ -1,0 +1,245 @@
+# ruff: noqa: E501 - exact error texts are kept on one line so they can be compared with the spec
+"""Semantic validation errors and warnings (config.md §9.2, mcp.md MCP-CFG-07, MCP-TFG-08/09)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from zeroclaw_ref.config.model import ConfigSnapshot
+
+Loader = Callable[..., ConfigSnapshot]
+Failer = Callable[..., list[str]]
+
+BUNDLE = "[mcp_bundles.b]\nservers = []\n"
+
+
+def _servers(*bodies: str) -> str:
+    return "".join(f"[[mcp.servers]]\n{body}\n" for body in bodies) + BUNDLE
+
+
+ERRORS = [
+    (
+        "CFG-VALID-02",
+        "[providers.s]\nkind = 'scripted'\n",
+        ['providers.s.script is required for kind = "scripted"'],
+    ),
+    ("CFG-VALID-03", "[providers.s]\nkind = 'scripted'\nscript = 'missing.json'\n", None),
+    (
+        "CFG-VALID-04",
+        "[autonomy]\ndeny_all_tools = true\nallowed_tools = ['shell']\n",
+        ["autonomy.deny_all_tools cannot be combined with a non-empty allowed_tools list"],
+    ),
+    (
+        "CFG-VALID-04",
+        "[autonomy]\nallowed_tools = ['shell']\n[risk_profiles.r]\ndeny_all_tools = true\n[risk_profiles.ok]\nallowed_tools = []\ndeny_all_tools = true\n",
+        ["risk_profiles.r.deny_all_tools cannot be combined with a non-empty allowed_tools list"],
+    ),
+    (
+        "CFG-VALID-05",
+        _servers("name = ' '\ncommand = 'x'"),
+        ["mcp.servers[0].name must not be empty"],
+    ),
+    (
+        "CFG-MCP-05",
+        _servers("name = 'a__b'\ncommand = 'x'", "name = 'a.b'\ncommand = 'x'"),
+        [
+            "mcp.servers[0].name 'a__b' must be 1-63 letters, digits, '_' or '-', start with a letter or digit, and not contain '__'",
+            "mcp.servers[1].name 'a.b' must be 1-63 letters, digits, '_' or '-', start with a letter or digit, and not contain '__'",
+        ],
+    ),
+    (
+        "CFG-VALID-06",
+        _servers("name = 'Fs'\ncommand = 'x'", "name = 'fs'\ncommand = 'x'"),
+        ["mcp.servers contains duplicate name: fs"],
+    ),
+    (
+        "CFG-VALID-07",
+        _servers("name = 'a'\ncommand = 'x'\ntool_timeout_secs = 0"),
+        ["mcp.servers[0].tool_timeout_secs must be greater than 0"],
+    ),
+    (
+        "CFG-VALID-08",
+        _servers("name = 'a'\ncommand = 'x'\ntool_timeout_secs = 601"),
+        ["mcp.servers[0].tool_timeout_secs exceeds max 600"],
+    ),
+    (
+        "CFG-VALID-09",
+        _servers("name = 'a'\ncommand = ' '"),
+        ["mcp.servers[0] with transport=stdio requires non-empty command"],
+    ),
+    (
+        "CFG-VALID-10",
+        _servers("name = 'a'\ntransport = 'sse'"),
+        ["mcp.servers[0] with transport=sse requires url"],
+    ),
+    (
+        "CFG-VALID-11",
+        _servers("name = 'a'\ntransport = 'http'\nurl = 'not a url'"),
+        ["mcp.servers[0].url is not a valid URL"],
+    ),
+    (
+        "CFG-VALID-11",
+        _servers("name = 'a'\ntransport = 'http'\nurl = 'ftp://host/x'"),
+        ["mcp.servers[0].url must use http/https"],
+    ),
+    (
+        "CFG-VALID-12",
+        _servers("name = 'a'\ntransport = 'http'\nurl = 'https://h'\ntls_ca_cert_path = ' '"),
+        ["mcp.servers[0].tls_ca_cert_path must not be empty"],
+    ),
+    (
+        "CFG-VALID-12",
+        _servers("name = 'a'\ntransport = 'http'\nurl = 'https://h'\ntls_ca_cert_path = 'ca.pem'"),
+        ["mcp.servers[0].tls_ca_cert_path must be an absolute path"],
+    ),
+    (
+        "CFG-VALID-12",
+        _servers("name = 'a'\ntransport = 'http'\nurl = 'http://h'\ntls_ca_cert_path = '/ca.pem'"),
+        ["mcp.servers[0].url must use https when tls_ca_cert_path is set"],
+    ),
+    (
+        "MCP-CFG-07",
+        _servers(
+            "name = 'a'\ntransport = 'http'\nurl = 'https://h'\nheaders = { 'Bad Name' = 'v', Good = \"x\\ny\" }"
+        ),
+        [
+            "mcp.servers[0].headers contains an invalid header `Bad Name`",
+            "mcp.servers[0].headers contains an invalid header `Good`",
+        ],
+    ),
+    (
+        "CFG-VALID-13",
+        "[[peripherals.boards]]\nboard = ' '\n",
+        ["peripherals.boards[0].board must not be empty"],
+    ),
+    (
+        "CFG-AGENT-02",
+        "[agents.a]\nmodel_provider = 'p'\nrisk_profile = 'r'\nruntime_profile = 't'\n",
+        [
+            "agents.a.model_provider references an undefined [providers.p]",
+            "agents.a.risk_profile references an undefined [risk_profiles.r]",
+            "agents.a.runtime_profile references an undefined [runtime_profiles.t]",
+        ],
+    ),
+    (
+        "CFG-AGENT-04",
+        "[agents.a]\ndelegates = ['a', 'b', 'b', 'c']\n[agents.b]\n",
+        [
+            "agents.a.delegates: 'c' names no configured agent",
+            "agents.a.delegates: an agent cannot delegate to itself",
+            "agents.a.delegates: duplicate entry 'b'",
+        ],
+    ),
+    (
+        "MCP-TFG-08",
+        "[[runtime_profiles.r.tool_filter_groups]]\nmode = 'always'\ntools = ['', 'x*']\n",
+        ["runtime_profiles.r.tool_filter_groups[0].tools contains empty pattern"],
+    ),
+    (
+        "MCP-TFG-09",
+        "[[runtime_profiles.r.tool_filter_groups]]\ntools = ['x*']\n",
+        ['runtime_profiles.r.tool_filter_groups[0] has mode = "dynamic" but no keywords'],
+    ),
+    (
+        "CFG-PROV-02",
+        "[providers.o]\nkind = 'anthropic'\napi_key = 'k'\n",
+        ['providers.o.model is required for kind = "anthropic"'],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(t, e, marks=pytest.mark.req(r, "CFG-VALID-01"), id=f"{r}-{i}")
+        for i, (r, t, e) in enumerate(ERRORS)
+    ],
+)
+def test_validation_errors(fail: Failer, text: str, expected: list[str] | None) -> None:
+    lines = fail(text)
+    if expected is None:
+        assert len(lines) == 1 and lines[0].startswith("providers.s.script: cannot read ")
+    else:
+        assert lines == expected
+
+
+@pytest.mark.req("CFG-MCP-06")
+def test_disabled_mcp_servers_are_not_validated(load: Loader) -> None:
+    snapshot = load("[mcp]\nenabled = false\n[[mcp.servers]]\nname = 'a__b'\ncommand = ''\n")
+    assert snapshot.mcp.servers[0].name == "a__b"
+    assert snapshot.warnings == ()
+
+
+@pytest.mark.req("CFG-VALID-01", "CFG-LOAD-07")
+def test_semantic_errors_are_collected_and_sorted(fail: Failer) -> None:
+    text = "[agents.z]\nrisk_profile = 'nope'\n" + _servers("name = ''\ncommand = 'x'")
+    assert fail(text) == [
+        "agents.z.risk_profile references an undefined [risk_profiles.nope]",
+        "mcp.servers[0].name must not be empty",
+    ]
+
+
+WARNINGS = [
+    (
+        "CFG-PROV-04",
+        "[providers.o]\nkind = 'openai'\nmodel = 'm'\n",
+        ["providers.o.api_key is not set"],
+    ),
+    (
+        "CFG-VALID-14",
+        "[[mcp.servers]]\nname = 'a'\ncommand = 'x'\n",
+        [
+            "[[mcp.servers]] is configured but no [mcp_bundles.*] bundles exist; no agent will receive any MCP tools. Add a [mcp_bundles.<alias>] entry and reference it from agents.<alias>.mcp_bundles to grant access."
+        ],
+    ),
+    (
+        "CFG-VALID-15",
+        "[[mcp.servers]]\nname = 'a'\ncommand = 'x'\n[mcp_bundles.dev]\nservers = ['a', 'gh']\nexclude = ['zz']\n",
+        [
+            "mcp_bundles.<alias> references an MCP server name not in [mcp.servers]; it grants nothing (mcp_bundle: 'dev', server: 'gh')",
+            "mcp_bundles.<alias> references an MCP server name not in [mcp.servers]; it grants nothing (mcp_bundle: 'dev', server: 'zz')",
+        ],
+    ),
+    (
+        "CFG-VALID-16",
+        "[agents.coder]\nmcp_bundles = ['files']\n",
+        [
+            "agents.<alias>.mcp_bundles references an undefined [mcp_bundles.<alias>]; the agent is granted no servers from it (agent: 'coder', mcp_bundle: 'files')"
+        ],
+    ),
+    (
+        "CFG-VALID-17",
+        "[acp]\ndefault_agent = 'ghost'\n",
+        ["acp.default_agent 'ghost' names no configured agent"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(t, e, marks=pytest.mark.req(r, "CFG-VALID-18", "CFG-LOAD-08"), id=r)
+        for r, t, e in WARNINGS
+    ],
+)
+def test_validation_warnings_do_not_stop_loading(
+    load: Loader, text: str, expected: list[str]
+) -> None:
+    assert list(load(text).warnings) == expected
+
+
+@pytest.mark.req("CFG-AGENT-03")
+def test_a_complete_configuration_loads_cleanly(load: Loader) -> None:
+    snapshot = load(
+        "[providers.main]\nkind = 'demo'\n[risk_profiles.r]\n[runtime_profiles.t]\n"
+        "[agents.a]\nmodel_provider = 'main'\nrisk_profile = 'r'\nruntime_profile = 't'\n"
+        "delegates = ['b']\n[agents.b]\nenabled = false\nmodel_provider = 'main'\n"
+        "risk_profile = 'r'\nruntime_profile = 't'\n"
+        "[[mcp.servers]]\nname = 'h'\ntransport = 'http'\nurl = 'https://h/mcp'\n"
+        "tls_ca_cert_path = '/ca.pem'\nheaders = { Authorization = 'Bearer x' }\n"
+        "[mcp_bundles.b]\nservers = ['h']\n[acp]\ndefault_agent = 'a'\n"
+    )
+    assert snapshot.warnings == ()
+    assert snapshot.agents["a"].dispatchable and not snapshot.agents["b"].dispatchable
