@@ -29,7 +29,7 @@ class Decision(Enum):
     REJECT = "reject"
     REPLACE = "replace"
     NO_DECISION = "no_decision"
-    CANCELLED = "cancelled"  # the turn's cancel fired while asking (ACP-PERM-13)
+    CANCELLED = "turn_cancelled"  # the turn's cancel fired while asking (ACP-PERM-13)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,97 @@
+"""POL-RESOLVE-04: only the resolver mints executions, only the registry module mints
+registries, and no front door builds tools, approval managers or security policies."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import pickle
+
+import pytest
+
+from tests.architecture._imports import module_name, package_files
+
+MINTERS = {
+    "ResolvedAgentExecution": {"zeroclaw_ref.engine.resolve"},
+    "ScopedToolRegistry": {"zeroclaw_ref.engine.registry"},
+    "ApprovalManager": {"zeroclaw_ref.engine.resolve"},
+    "ScopedAssembly": {"zeroclaw_ref.engine.resolve"},
+}
+FRONT_DOOR_FORBIDDEN = ("SecurityPolicy", "build_universe")
+FRONT_DOORS = ("zeroclaw_ref.acp", "zeroclaw_ref.cli", "zeroclaw_ref.gateway", "zeroclaw_ref.cron")
+
+
+def _calls() -> list[tuple[str, str, int]]:
+    found = []
+    for path in package_files():
+        mod = module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                found.append((mod, name, node.lineno))
+    return found
+
+
+@pytest.mark.req("POL-RESOLVE-04")
+def test_sealed_values_are_constructed_only_in_their_seam_module() -> None:
+    bad = [
+        f"{mod}:{line} constructs {name}"
+        for mod, name, line in _calls()
+        if name in MINTERS and mod not in MINTERS[name]
+    ]
+    assert not bad, bad
+
+
+@pytest.mark.req("POL-RESOLVE-04", "POL-PATH-01")
+def test_front_doors_build_no_tools_or_policies() -> None:
+    bad = [
+        f"{mod}:{line} calls {name}"
+        for mod, name, line in _calls()
+        if mod.startswith(FRONT_DOORS) and (name in FRONT_DOOR_FORBIDDEN or name == "build")
+    ]
+    assert not bad, bad
+
+
+@pytest.mark.req("POL-ASSEMBLE-01", "POL-ASSEMBLE-02")
+def test_registry_refuses_construction_copy_and_pickle(execution: object) -> None:
+    from zeroclaw_ref.engine.registry import ScopedToolRegistry
+
+    message = "ScopedToolRegistry can only be created by ScopedToolRegistry.assemble()"
+    with pytest.raises(TypeError, match=message):
+        ScopedToolRegistry(object(), (), None, "", "")  # type: ignore[arg-type]
+    registry = execution.io.tools  # type: ignore[attr-defined]
+    for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match=message):
+            attempt(registry)
+
+
+@pytest.mark.req("POL-RESOLVE-01", "POL-RESOLVE-02", "POL-ENGINE-01")
+def test_execution_refuses_every_other_way_of_being_made(execution: object) -> None:
+    from zeroclaw_ref.core.cancel import CancelToken
+    from zeroclaw_ref.core.ids import RandomIds
+    from zeroclaw_ref.engine.execution import ResolvedAgentExecution, is_minted
+    from zeroclaw_ref.engine.turn import TurnEngine
+
+    message = "ResolvedAgentExecution can only be created by resolve()"
+    assert is_minted(execution)
+    with pytest.raises(TypeError, match=message):
+        dataclasses.replace(execution)  # type: ignore[type-var]
+    for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match=message):
+            attempt(execution)
+    fields = {f.name: getattr(execution, f.name) for f in dataclasses.fields(execution)}  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=message):
+        ResolvedAgentExecution(**fields)
+    with pytest.raises(TypeError, match="minted by resolve"):
+        TurnEngine(RandomIds()).run_turn(object(), [], "hi", lambda e: None, CancelToken())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def execution(tmp_path):  # type: ignore[no-untyped-def]
+    from zeroclaw_ref.config.load import load_config
+    from zeroclaw_ref.engine.resolve import PathRequest, resolve
+
+    config = load_config(tmp_path / "cfg", tmp_path / "data", {})
+    return resolve(config, "default", PathRequest("cli-run"))

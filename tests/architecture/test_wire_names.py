@@ -1,0 +1,37 @@
+"""DESIGN §2.4: method names, update variants, stop reasons and option ids are written once,
+in `wire/acp.py`; a literal copy elsewhere in the package is rejected."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.architecture._imports import package_files
+from zeroclaw_ref.wire import acp as wire
+
+PREFIXES = ("METHOD_", "UPDATE_", "STOP_", "OPTION_")
+NAMES = {
+    value: name
+    for name, value in vars(wire).items()
+    if name.startswith(PREFIXES) and isinstance(value, str)
+}
+# The oracle is a separate program that must not import the package (TX-RUN-10).
+EXEMPT_DIRS = ("zeroclaw_ref/wire/", "zeroclaw_ref/conformance/")
+
+
+def test_the_constant_table_is_not_empty() -> None:
+    assert "session/prompt" in NAMES and "end_turn" in NAMES
+
+
+def test_wire_names_are_not_repeated_as_literals_outside_wire() -> None:
+    found = []
+    for path in package_files():
+        posix = path.as_posix()
+        if any(d in posix for d in EXEMPT_DIRS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value in NAMES:
+                    found.append(
+                        f"{posix}:{node.lineno} {node.value!r} -> wire.{NAMES[node.value]}"
+                    )
+    assert not found, "\n".join(found)

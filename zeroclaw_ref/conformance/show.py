@@ -1,0 +1,106 @@
+"""``show`` and ``list`` (transcripts.md [TX-RUN-12]).
+
+``show`` uses the JSON-RPC 2.0 specification's arrows: ``-->`` for what goes to
+the server side and ``<--`` for what comes back. On ``acp`` the IUT is the
+server; on a peer channel the peer is, so an IUT message to a peer is ``-->``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .jsonlex import dumps
+from .placeholders import PlaceholderError, parse
+from .suite import discover
+from .transcript import Frame, Scenario, TranscriptError, load
+
+
+def _find(fixtures: Path, name: str) -> Path:
+    path = Path(name)
+    if path.is_file():
+        return path
+    return fixtures / (name.removesuffix(".jsonl") + ".jsonl")
+
+
+def render(sc: Scenario) -> str:
+    """One frame per line, notes as comments."""
+    lines = [f"// {sc.id} ({sc.level}): {sc.description}"]
+    lines.append("// requirements: " + ", ".join(sc.requirements))
+    for frame in sc.frames:
+        lines.append(_frame_line(frame))
+    return "\n".join(lines)
+
+
+def _frame_line(frame: Frame) -> str:
+    prefix = "" if frame.ch == "acp" else f"{frame.ch} "
+    to_server, to_client = ("-->", "<--") if frame.ch == "acp" else ("<--", "-->")
+    if frame.verb == "note":
+        return f"// {frame.value}"
+    if frame.verb == "send":
+        return f"{prefix}{to_server} {dumps(frame.value)}"
+    if frame.verb == "send_raw":
+        return f"{prefix}{to_server} (raw) {frame.value}"
+    if frame.verb == "expect":
+        return f"{prefix}{to_client} {dumps(frame.value)}"
+    if frame.verb == "expect_unordered":
+        values = frame.value if isinstance(frame.value, list) else []
+        return f"{prefix}{to_client} (any order) " + " | ".join(dumps(v) for v in values)
+    if frame.verb == "expect_exit":
+        return f"{prefix}== exit {dumps(frame.value)}"
+    extra = "".join(f" {k}={dumps(v)}" for k, v in frame.mods.items() if k != "ch")
+    return f"{prefix}== do {frame.value}{extra}"
+
+
+def servable(sc: Scenario) -> bool:
+    """[TX-SERVE-02] no peers or raw sends, no do frames but a final close_input, examples."""
+    if sc.channels or any(f.verb == "send_raw" for f in sc.frames):
+        return False
+    dos = [i for i, f in enumerate(sc.frames) if f.verb == "do"]
+    judged = [i for i, f in enumerate(sc.frames) if f.verb not in ("note", "expect_exit")]
+    if len(dos) > 1 or (dos and (sc.frames[dos[0]].value != "close_input" or dos[0] != judged[-1])):
+        return False
+    return all(
+        "example" in f.mods or not _has_any(f.value) for f in sc.frames if f.verb == "expect"
+    )
+
+
+def _has_any(value: object) -> bool:
+    if isinstance(value, list):
+        return any(_has_any(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_any(v) for v in value.values())
+    if isinstance(value, str):
+        try:
+            return any(
+                (p.is_wildcard or p.is_binding) and p.type in (None, "any")
+                for p in parse(value).placeholders
+            )
+        except PlaceholderError:
+            return False
+    return False
+
+
+def show_scenario(fixtures: Path, name: str) -> int:
+    try:
+        sc = load(_find(fixtures, name), fixtures)
+    except TranscriptError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(render(sc))
+    return 0
+
+
+def list_scenarios(fixtures: Path, only_servable: bool) -> int:
+    status = 0
+    for path in discover(fixtures):
+        try:
+            sc = load(path, fixtures)
+        except TranscriptError as exc:
+            print(exc, file=sys.stderr)
+            status = 2
+            continue
+        if only_servable and not servable(sc):
+            continue
+        print(f"{sc.id}  {sc.level}  {','.join(sc.tags)}".rstrip())
+    return status

@@ -1,0 +1,479 @@
+"""Reading a scenario file into a ``Scenario`` (transcripts.md §1 to §3).
+
+``load`` applies the file-level rules every command shares: encoding and lines
+([TX-FORMAT-02], [TX-FORMAT-03]), the header ([TX-HEADER-01] to
+[TX-HEADER-10]) and the frame shapes ([TX-FRAME-01]). Rules that follow the
+frames in order (placeholders and static binding) live in checks.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .jsonlex import JSON, JsonError, Real, loads
+
+FORMAT_MAJOR = 1
+PROTOCOLS = ("acp", "mcp", "policy", "config")
+LEVELS = ("required", "optional", "informational")
+TRANSPORTS = ("stdio", "http", "sse")
+KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+CHANNEL_NAME = re.compile(r"[a-z][a-z0-9_]*")
+REQUIREMENT_ID = re.compile(r"[A-Z]+-[A-Z0-9]+-[0-9]+")
+# [TX-HEADER-08] variables the host hooks own
+HOST_ENV = frozenset(
+    {"PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "TZ", "ZEROCLAW_CONFIG_DIR"}
+    | {"ZEROCLAW_DATA_DIR", "ZEROCLAW_CONFORMANCE", "ZEROCLAW_CONFORMANCE_MODEL_SCRIPT"}
+)
+HEADER_MEMBERS = frozenset(
+    {"format", "scenario", "description", "requirements", "level", "setup", "channels"}
+    | {"tags", "timeouts", "ignore", "timing", "record"}
+)
+SETUP_MEMBERS = frozenset({"config", "config_dir", "model", "workspace", "env"})
+CHANNEL_OPTIONS: Mapping[str, frozenset[str]] = {
+    "stdio": frozenset({"on_eof"}),
+    "http": frozenset({"get"}),
+    "sse": frozenset({"endpoint"}),
+}
+VERBS = ("send", "send_raw", "expect", "expect_unordered", "do", "expect_exit", "note")
+DO_ACTIONS = ("close_input", "restart", "kill", "sleep_ms")
+# [TX-FRAME-01] which modifiers each verb allows
+MODIFIERS: Mapping[str, frozenset[str]] = {
+    "send": frozenset({"ch", "http", "serve_strict"}),
+    "send_raw": frozenset({"ch", "http", "stream", "encoding", "newline"}),
+    "expect": frozenset({"ch", "within", "http", "example"}),
+    "expect_unordered": frozenset({"ch", "within"}),
+    "do": frozenset({"ch", "ms", "model", "status"}),
+    "expect_exit": frozenset({"ch", "within"}),
+    "note": frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One transcript error, printed as ``<file>:<line>: <ID>: <message>`` ([TX-REPORT-03])."""
+
+    file: str
+    line: int
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.rule}: {self.message}"
+
+
+class TranscriptError(Exception):
+    """The scenario cannot be run as written; ``problems`` says why."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One line after the header: its verb, value, channel and other modifiers."""
+
+    line: int
+    verb: str
+    value: JSON
+    ch: str
+    mods: Mapping[str, JSON]
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """A declared MCP peer channel ([TX-HEADER-09])."""
+
+    name: str
+    transport: str
+    options: Mapping[str, JSON]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A parsed scenario; ``display`` is the path shown in messages (relative, stable)."""
+
+    path: Path
+    fixtures: Path
+    display: str
+    id: str
+    header: Mapping[str, JSON]
+    frames: tuple[Frame, ...]
+    description: str = ""
+    requirements: tuple[str, ...] = ()
+    level: str = "required"
+    tags: tuple[str, ...] = ()
+    channels: Mapping[str, Channel] = field(default_factory=dict)
+    setup: Mapping[str, JSON] = field(default_factory=dict)
+    timeout_expect: float = 5.0
+    timeout_exit: float = 5.0
+    ignore: tuple[str, ...] = ()
+
+
+def display_path(path: Path, fixtures: Path) -> str:
+    """A path relative to the corpus' parent, so messages carry no temporary prefix."""
+    try:
+        return path.resolve().relative_to(fixtures.resolve().parent).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def scenario_id(path: Path, fixtures: Path) -> str | None:
+    """[TX-FORMAT-05] the id is the path under fixtures/ without `.jsonl`."""
+    try:
+        rel = path.resolve().relative_to(fixtures.resolve())
+    except ValueError:
+        return None
+    return rel.with_suffix("").as_posix() if rel.suffix == ".jsonl" else None
+
+
+class _Collector:
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.problems: list[Problem] = []
+
+    def add(self, line: int, rule: str, message: str) -> None:
+        self.problems.append(Problem(self.display, line, rule, message))
+
+
+def _number(value: JSON) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, Real):
+        return float(value.value)
+    return None
+
+
+def _read_lines(path: Path, out: _Collector) -> list[dict[str, JSON]] | None:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        out.add(1, "TX-FORMAT-02", f"cannot read file: {exc.strerror}")
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        out.add(1, "TX-FORMAT-02", "file starts with a byte-order mark")
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        out.add(1, "TX-FORMAT-02", f"not UTF-8 at byte {exc.start}")
+        return None
+    if "\r" in text:
+        out.add(text[: text.index("\r")].count("\n") + 1, "TX-FORMAT-02", "CR found; use LF")
+        return None
+    if not text.endswith("\n"):
+        out.add(text.count("\n") + 1, "TX-FORMAT-02", "file does not end with a newline")
+        return None
+    objects: list[dict[str, JSON]] = []
+    for number, line in enumerate(text[:-1].split("\n"), start=1):
+        if line == "":
+            out.add(number, "TX-FORMAT-02", "blank line")
+            continue
+        try:
+            value = loads(line)
+        except JsonError as exc:
+            out.add(number, "TX-FORMAT-03", f"not strict JSON: {exc}")
+            continue
+        if not isinstance(value, dict):
+            out.add(number, "TX-FORMAT-03", "line is not a JSON object")
+            continue
+        objects.append(value)
+    if out.problems:
+        return None
+    if len(objects) < 2:
+        out.add(1, "TX-FORMAT-04", "a scenario needs a header and at least one frame")
+        return None
+    return objects
+
+
+def load(path: Path, fixtures: Path) -> Scenario:
+    """Read and check one scenario file.
+
+    Raises:
+        TranscriptError: any file, header or frame problem; the scenario must not run.
+    """
+    display = display_path(path, fixtures)
+    out = _Collector(display)
+    lines = _read_lines(path, out)
+    if lines is None:
+        raise TranscriptError(out.problems)
+    _check_path(path, fixtures, out)
+    header = lines[0]
+    scenario = _header(path, fixtures, display, header, out)
+    frames = tuple(
+        f for n, obj in enumerate(lines[1:], 2) if (f := _frame(n, obj, scenario, out)) is not None
+    )
+    if out.problems:
+        raise TranscriptError(out.problems)
+    return Scenario(
+        path=path,
+        fixtures=fixtures,
+        display=display,
+        id=scenario.id,
+        header=header,
+        frames=frames,
+        description=scenario.description,
+        requirements=scenario.requirements,
+        level=scenario.level,
+        tags=scenario.tags,
+        channels=scenario.channels,
+        setup=scenario.setup,
+        timeout_expect=scenario.timeout_expect,
+        timeout_exit=scenario.timeout_exit,
+        ignore=scenario.ignore,
+    )
+
+
+def _check_path(path: Path, fixtures: Path, out: _Collector) -> None:
+    sid = scenario_id(path, fixtures)
+    if sid is None:
+        out.add(1, "TX-FORMAT-01", "a scenario must be a .jsonl file under fixtures/")
+        return
+    parts = sid.split("/")
+    if len(parts) != 3 or parts[0] not in PROTOCOLS:
+        out.add(1, "TX-FORMAT-01", "path must be <protocol>/<area>/<name>.jsonl")
+        return
+    if not all(KEBAB.fullmatch(p) for p in parts[1:]):
+        out.add(1, "TX-FORMAT-01", "area and name must be lower-case kebab-case")
+
+
+def _strings(value: JSON) -> tuple[str, ...] | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v for v in value if isinstance(v, str))
+    return None
+
+
+def _header(
+    path: Path, fixtures: Path, display: str, header: dict[str, JSON], out: _Collector
+) -> Scenario:
+    for name in ("format", "scenario", "description", "requirements", "level"):
+        if name not in header:
+            out.add(1, "TX-HEADER-01", f"header lacks {name!r}")
+    for name in header:
+        if name not in HEADER_MEMBERS and not name.startswith("x-"):
+            out.add(1, "TX-HEADER-01", f"unknown header member {name!r}")
+    fmt = header.get("format", FORMAT_MAJOR)
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        out.add(1, "TX-HEADER-01", "format must be an integer")
+    elif fmt != FORMAT_MAJOR:
+        out.add(1, "TX-HEADER-05", f"format {fmt} is not supported (this runner: {FORMAT_MAJOR})")
+    sid = header.get("scenario", "")
+    expected_id = scenario_id(path, fixtures)
+    if not isinstance(sid, str) or (expected_id is not None and sid != expected_id):
+        out.add(1, "TX-FORMAT-05", f"scenario id must be {expected_id!r}")
+    description = header.get("description", "")
+    if not isinstance(description, str):
+        out.add(1, "TX-HEADER-01", "description must be a string")
+        description = ""
+    _check_description(description, out)
+    requirements = _strings(header.get("requirements", []))
+    if requirements is None or not requirements:
+        out.add(1, "TX-HEADER-03", "requirements must be a non-empty array of strings")
+        requirements = ()
+    elif len(set(requirements)) != len(requirements):
+        out.add(1, "TX-HEADER-03", "requirements must be distinct")
+    for rid in requirements:
+        if not REQUIREMENT_ID.fullmatch(rid):
+            out.add(1, "TX-HEADER-03", f"{rid!r} is not a requirement ID")
+    level = header.get("level", "required")
+    if level not in LEVELS or not isinstance(level, str):
+        out.add(1, "TX-HEADER-04", f"level must be one of {', '.join(LEVELS)}")
+        level = "required"
+    tags = _strings(header.get("tags", []))
+    if tags is None:
+        out.add(1, "TX-HEADER-01", "tags must be an array of strings")
+        tags = ()
+    timeouts = header.get("timeouts", {})
+    limits = {"expect": 5.0, "exit": 5.0}
+    if not isinstance(timeouts, dict):
+        out.add(1, "TX-HEADER-01", "timeouts must be an object")
+    else:
+        for key, value in timeouts.items():
+            seconds = _number(value)
+            if key not in limits or seconds is None or seconds <= 0:
+                out.add(1, "TX-HEADER-01", f"timeouts.{key} must be expect/exit seconds > 0")
+            else:
+                limits[key] = seconds
+    ignore = _strings(header.get("ignore", []))
+    if ignore is None or any(not p.startswith("/") for p in ignore):
+        out.add(1, "TX-MATCH-07", "ignore must be an array of JSON Pointers")
+        ignore = ()
+    if "timing" in header and not isinstance(header["timing"], str):
+        out.add(1, "TX-HEADER-01", "timing must be a string")
+    record = header.get("record", {})
+    if not isinstance(record, dict) or set(record) - {"enabled", "masks"}:
+        out.add(1, "TX-HEADER-01", "record must be an object with enabled and masks")
+    setup = header.get("setup", {})
+    if not isinstance(setup, dict):
+        out.add(1, "TX-HEADER-01", "setup must be an object")
+        setup = {}
+    _check_setup(setup, fixtures, out)
+    channels = _channels(header.get("channels", {}), out)
+    return Scenario(
+        path=path,
+        fixtures=fixtures,
+        display=display,
+        id=sid if isinstance(sid, str) else "",
+        header=header,
+        frames=(),
+        description=description,
+        requirements=requirements,
+        level=level,
+        tags=tags,
+        channels=channels,
+        setup=setup,
+        timeout_expect=limits["expect"],
+        timeout_exit=limits["exit"],
+        ignore=ignore,
+    )
+
+
+def _check_description(text: str, out: _Collector) -> None:
+    # [TX-HEADER-02] one sentence, at most 200 characters, no "should"/"test that"
+    lowered = text.lower()
+    if not text or len(text) > 200:
+        out.add(1, "TX-HEADER-02", "description must be 1 to 200 characters")
+    if re.search(r"\bshould\b", lowered) or "test that" in lowered:
+        out.add(1, "TX-HEADER-02", 'description must not say "should" or "test that"')
+    if re.search(r"[.!?]\s+[A-Z]", text) or not text.rstrip().endswith((".", "!", "?")):
+        out.add(1, "TX-HEADER-02", "description must be a single sentence ending in a full stop")
+
+
+def support_path(value: JSON, fixtures: Path) -> Path | None:
+    """A setup path relative to fixtures/ that lies under _support/ ([TX-HEADER-06])."""
+    if not isinstance(value, str) or value.startswith("/") or not value.startswith("_support/"):
+        return None
+    target = (fixtures / value).resolve()
+    support = (fixtures / "_support").resolve()
+    if support not in target.parents or not target.exists():
+        return None
+    return target
+
+
+def _check_setup(setup: dict[str, JSON], fixtures: Path, out: _Collector) -> None:
+    for name in setup:
+        if name not in SETUP_MEMBERS:
+            out.add(1, "TX-HEADER-01", f"unknown setup member {name!r}")
+    config = setup.get("config")
+    if isinstance(config, dict):
+        if set(config) != {"path"} or support_path(config["path"], fixtures) is None:
+            out.add(1, "TX-HEADER-06", "setup.config.path must name a file under _support/")
+    elif config is not None and not isinstance(config, str):
+        out.add(1, "TX-HEADER-01", "setup.config must be TOML text or {path}")
+    for name in ("config_dir", "model", "workspace"):
+        if name in setup and support_path(setup[name], fixtures) is None:
+            out.add(1, "TX-HEADER-06", f"setup.{name} must name an existing path under _support/")
+    env = setup.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        out.add(1, "TX-HEADER-01", "setup.env must be an object of strings")
+    else:
+        for name in env:
+            if name in HOST_ENV:
+                out.add(1, "TX-HEADER-08", f"setup.env must not set {name}")
+
+
+def _channels(value: JSON, out: _Collector) -> dict[str, Channel]:
+    channels: dict[str, Channel] = {}
+    if not isinstance(value, dict):
+        out.add(1, "TX-HEADER-09", "channels must be an object")
+        return channels
+    for name, spec in value.items():
+        if name == "acp" or not CHANNEL_NAME.fullmatch(name):
+            out.add(1, "TX-HEADER-09", f"bad channel name {name!r}")
+            continue
+        if not isinstance(spec, dict) or spec.get("role") != "mcp-server":
+            out.add(1, "TX-HEADER-09", f"channel {name!r} must have role mcp-server")
+            continue
+        transport = spec.get("transport")
+        if not isinstance(transport, str) or transport not in TRANSPORTS:
+            out.add(1, "TX-HEADER-09", f"channel {name!r} transport must be stdio, http or sse")
+            continue
+        options = {k: v for k, v in spec.items() if k not in ("role", "transport")}
+        for option in options:
+            if option not in CHANNEL_OPTIONS[transport] and not option.startswith("x-"):
+                out.add(1, "TX-HEADER-09", f"channel {name!r}: unknown option {option!r}")
+        channels[name] = Channel(name, transport, options)
+    return channels
+
+
+def _frame(line: int, obj: dict[str, JSON], sc: Scenario, out: _Collector) -> Frame | None:
+    verbs = [k for k in obj if k in VERBS]
+    if len(verbs) != 1:
+        out.add(line, "TX-FRAME-01", f"a frame needs exactly one verb, found {len(verbs)}")
+        return None
+    verb = verbs[0]
+    mods = {k: v for k, v in obj.items() if k != verb}
+    for name in mods:
+        if name not in MODIFIERS[verb]:
+            out.add(line, "TX-FRAME-01", f"modifier {name!r} is not allowed with {verb}")
+    ch = mods.get("ch", "acp")
+    if not isinstance(ch, str) or (ch != "acp" and ch not in sc.channels):
+        out.add(line, "TX-FRAME-01", f"unknown channel {ch!r}")
+        return None
+    frame = Frame(line, verb, obj[verb], ch, mods)
+    _check_frame_value(frame, sc, out)
+    return frame
+
+
+def _check_frame_value(frame: Frame, sc: Scenario, out: _Collector) -> None:
+    v, m, line = frame.value, frame.mods, frame.line
+    transport = sc.channels[frame.ch].transport if frame.ch != "acp" else "acp"
+    if "within" in m and ((_number(m["within"]) or 0) <= 0):
+        out.add(line, "TX-FRAME-01", "within must be a positive number of seconds")
+    if "http" in m and transport not in ("http", "sse"):
+        out.add(line, "TX-FRAME-01", "http is only allowed on http and sse channels")
+    if frame.verb == "send_raw":
+        if not isinstance(v, str):
+            out.add(line, "TX-FRAME-01", "send_raw takes a string")
+        if m.get("encoding", "utf-8") not in ("utf-8", "base64"):
+            out.add(line, "TX-FRAME-01", "encoding must be utf-8 or base64")
+        if "newline" in m and not isinstance(m["newline"], bool):
+            out.add(line, "TX-FRAME-01", "newline must be a boolean")
+        if "stream" in m and (transport != "stdio" or m["stream"] not in ("stdout", "stderr")):
+            out.add(line, "TX-FRAME-01", "stream is stdout or stderr, on a stdio peer only")
+    elif frame.verb == "expect_unordered":
+        if not isinstance(v, list) or not 2 <= len(v) <= 8:
+            out.add(line, "TX-FRAME-05", "expect_unordered takes an array of 2 to 8 values")
+    elif frame.verb == "note" and not isinstance(v, str):
+        out.add(line, "TX-FRAME-01", "note takes a string")
+    elif frame.verb == "expect_exit":
+        if frame.ch == "acp":
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 255:
+                out.add(line, "TX-FRAME-10", "expect_exit on acp takes an integer 0-255")
+        elif v != "eof":
+            out.add(line, "TX-FRAME-11", 'expect_exit on a peer channel takes "eof"')
+    elif frame.verb == "do":
+        _check_do(frame, sc, transport, out)
+    elif frame.verb == "send" and "serve_strict" in m and not isinstance(m["serve_strict"], bool):
+        out.add(line, "TX-FRAME-01", "serve_strict must be a boolean")
+
+
+def _check_do(frame: Frame, sc: Scenario, transport: str, out: _Collector) -> None:
+    v, m, line = frame.value, frame.mods, frame.line
+    if v not in DO_ACTIONS:
+        out.add(line, "TX-FRAME-01", f"unknown do action {v!r}")
+        return
+    allowed = {"sleep_ms": {"ms"}, "restart": {"model"}, "kill": {"status"}}.get(str(v), set())
+    for name in m:
+        if name != "ch" and name not in allowed:
+            out.add(line, "TX-FRAME-01", f"modifier {name!r} is not allowed with do {v}")
+    if v == "sleep_ms":
+        ms = m.get("ms")
+        if isinstance(ms, bool) or not isinstance(ms, int) or not 1 <= ms <= 10000:
+            out.add(line, "TX-FRAME-01", "sleep_ms needs ms between 1 and 10000")
+        # [TX-FRAME-09] sleeps only where timing is the behaviour under test
+        if "timing" not in sc.header or "timing" not in sc.tags:
+            out.add(line, "TX-FRAME-09", "sleep_ms needs a timing header and the tag timing")
+    if v == "restart" and frame.ch != "acp":
+        out.add(line, "TX-FRAME-07", "restart acts on acp only")
+    if v == "restart" and "model" in m and support_path(m["model"], sc.fixtures) is None:
+        out.add(line, "TX-HEADER-06", "restart model must name a file under _support/")
+    if "status" in m:
+        status = m["status"]
+        if transport != "stdio" or isinstance(status, bool) or not isinstance(status, int):
+            out.add(line, "TX-FRAME-08", "status is an integer, on a stdio peer kill only")
