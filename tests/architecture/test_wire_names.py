@@ -29,9 +29,7 @@ def test_wire_names_are_not_repeated_as_literals_outside_wire() -> None:
         if any(d in posix for d in EXEMPT_DIRS):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if node.value in NAMES:
-                    found.append(
-                        f"{posix}:{node.lineno} {node.value!r} -> wire.{NAMES[node.value]}"
-                    )
+            value = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(value, str) and value in NAMES:
+                found.append(f"{posix}:{node.lineno} {value!r} -> wire.{NAMES[value]}")
     assert not found, "\n".join(found)
