@@ -42,7 +42,11 @@ def _cut(text: str, limit: int) -> str:
 
 def summarize(tool: str, arguments: JSON) -> str:
     """[ACP-PERM-09] [POL-APPROVE-16] the argument summary shown to the operator."""
-    if tool == "shell" and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
+    if (
+        tool == "shell"
+        and isinstance(arguments, dict)
+        and isinstance(arguments.get("command"), str)
+    ):
         command = arguments["command"]
         assert isinstance(command, str)
         return command  # rule 1: verbatim, untruncated
@@ -99,7 +103,11 @@ class AcpApprover:
         ]
         if tool in EDIT_TOOLS:
             options.append(
-                {"optionId": w.OPTION_REJECT_WITH_EDIT, "name": "Reject with edit", "kind": "reject_once"}
+                {
+                    "optionId": w.OPTION_REJECT_WITH_EDIT,
+                    "name": "Reject with edit",
+                    "kind": "reject_once",
+                }
             )
         options.append({"optionId": w.OPTION_REJECT_ONCE, "name": "Reject", "kind": "reject_once"})
         tool_call: JSONObject = {

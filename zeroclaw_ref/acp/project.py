@@ -131,7 +131,9 @@ class TurnProjector:
             self.emit(self._tool_call(event))
         elif isinstance(event, ToolFinished):
             self.open_calls.pop(event.id, None)
-            self.emit(self._tool_call_update(event.id, event.name, event.output, w.STATUS_COMPLETED))
+            self.emit(
+                self._tool_call_update(event.id, event.name, event.output, w.STATUS_COMPLETED)
+            )
         elif isinstance(event, PlanUpdated):
             self.last_plan = list(event.entries)
             self.emit({"sessionUpdate": w.UPDATE_PLAN, "entries": list(event.entries)})

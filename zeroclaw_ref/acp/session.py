@@ -254,4 +254,3 @@ class AcpSession:
         self.touch()
         self.release_turn()
         answer()
-

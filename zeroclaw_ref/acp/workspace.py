@@ -45,7 +45,7 @@ def canonical_cwd(given: str) -> Path:
     """
     if given == "":
         raise _unusable(given, _REASONS[errno.ENOENT])
-    path = Path(given) if os.path.isabs(given) else Path.cwd() / given
+    path = Path(given) if Path(given).is_absolute() else Path.cwd() / given
     try:
         canonical = Path(os.path.realpath(path, strict=True))
         info = canonical.stat()

@@ -44,9 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument("--config-dir", dest="sub_config_dir", metavar="DIR")
     acp.add_argument("--max-sessions", metavar="N")
     acp.add_argument("--session-timeout", metavar="SECS")
-    acp.add_argument(
-        "--reaper-interval", metavar="SECS", default=str(DEFAULT_REAPER_INTERVAL_SECS)
-    )
+    acp.add_argument("--reaper-interval", metavar="SECS", default=str(DEFAULT_REAPER_INTERVAL_SECS))
     return parser
 
 
@@ -86,7 +84,9 @@ def _run_acp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         if not interval > 0:
             raise ValueError
     except ValueError:
-        raise StartupError([f"invalid value for --reaper-interval: {args.reaper_interval}"]) from None
+        raise StartupError(
+            [f"invalid value for --reaper-interval: {args.reaper_interval}"]
+        ) from None
     config = _load(args.sub_config_dir or args.config_dir, environ)
     acp = config.acp
     # [ACP-CFG-08] command line beats environment beats file beats default.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeAlias
 
-JSON: TypeAlias = "None | bool | int | float | str | list[JSON] | dict[str, JSON]"
+JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 JSONObject: TypeAlias = "dict[str, JSON]"
 
 

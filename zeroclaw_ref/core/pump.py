@@ -45,7 +45,7 @@ class Pump(Generic[T]):
                 if self._stop.is_set():
                     break
                 self._queue.put(item)
-        except BaseException as exc:  # noqa: BLE001 - relayed to the consumer thread
+        except BaseException as exc:
             self._queue.put(exc)
             return
         self._queue.put(_END)
@@ -64,6 +64,7 @@ class Pump(Generic[T]):
                 if isinstance(item, _End):
                     return
                 if isinstance(item, _Cancelled):
+                    self._stop.set()  # before yielding: the consumer may never resume us
                     yield CANCELLED
                     return
                 if isinstance(item, BaseException):

@@ -122,7 +122,9 @@ def _check_request(request: PathRequest) -> PathProfile:
     return profile
 
 
-def resolve(config: ConfigSnapshot, agent_alias: str, request: PathRequest) -> ResolvedAgentExecution:
+def resolve(
+    config: ConfigSnapshot, agent_alias: str, request: PathRequest
+) -> ResolvedAgentExecution:
     """Build the sealed execution for `agent_alias` on `request.path`.
 
     Raises:
@@ -217,7 +219,5 @@ def _canonical_dir(path: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
-        raise ResolveError(
-            f"cannot create agent workspace {path}: {exc.strerror or exc}"
-        ) from exc
+        raise ResolveError(f"cannot create agent workspace {path}: {exc.strerror or exc}") from exc
     return path.resolve()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 
 from zeroclaw_ref.core.cancel import CancelToken, _Cancelled
@@ -51,6 +52,8 @@ from zeroclaw_ref.providers.base import (
 from zeroclaw_ref.tools.base import ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
+
+_MARKER = "[IMAGE:"
 
 # [POL-ENGINE-07]
 MAX_ITERATIONS_PROMPT = (
@@ -172,18 +175,19 @@ class _Turn:
 
         pump: Pump[ProviderEvent] = Pump(source(), self.cancel, request.stop)
         try:
-            for item in pump.items():
-                # [ACP-RT-04] the cancel is checked at every streamed event.
-                if isinstance(item, _Cancelled) or self.cancel.is_set():
-                    raise _Stop(Cancelled())
-                if isinstance(item, TextChunk):
-                    text.append(item.text)
-                    self.emit(TextDelta(item.text))
-                elif isinstance(item, ThoughtChunk):
-                    thoughts.append(item.text)
-                    self.emit(ThoughtDelta(item.text))
-                elif isinstance(item, ToolCall):
-                    calls.append(item)
+            with closing(pump.items()) as items:
+                for item in items:
+                    # [ACP-RT-04] the cancel is checked at every streamed event.
+                    if isinstance(item, _Cancelled) or self.cancel.is_set():
+                        raise _Stop(Cancelled())
+                    if isinstance(item, TextChunk):
+                        text.append(item.text)
+                        self.emit(TextDelta(item.text))
+                    elif isinstance(item, ThoughtChunk):
+                        thoughts.append(item.text)
+                        self.emit(ThoughtDelta(item.text))
+                    elif isinstance(item, ToolCall):
+                        calls.append(item)
         except PumpError as exc:
             raise _Stop(self._provider_failure(exc.__cause__)) from exc
         if self.cancel.is_set():
@@ -298,22 +302,29 @@ class _Turn:
 
 
 def truncate(text: str, budget: int) -> str:
-    """[POL-ENGINE-08] keep the first two thirds and the last third of the budget."""
+    """[POL-ENGINE-08] keep the first two thirds and the last third of the budget, moving
+    either cut out of an `[IMAGE:…]` marker so that no marker is ever split."""
     if len(text) <= budget:
         return text
-    head_len, tail_len = budget * 2 // 3, budget - budget * 2 // 3
-    head, tail = text[:head_len], text[len(text) - tail_len :]
-    # Never split an [IMAGE:…] marker: widen the cut to the marker's edge.
-    opened = head.rfind("[IMAGE:")
-    if opened >= 0 and "]" not in head[opened:]:
-        head = head[:opened]
-    closing = tail.find("]")
-    if closing >= 0 and "[IMAGE:" not in tail[:closing] and "[IMAGE:" in text[
-        len(text) - tail_len - 200 : len(text) - tail_len + closing
-    ]:
-        tail = tail[closing + 1 :]
-    removed = len(text) - len(head) - len(tail)
-    return f"{head}\n\n[... {removed} characters truncated ...]\n\n{tail}"
+    head_end = budget * 2 // 3
+    tail_start = len(text) - (budget - head_end)
+    head_end = _outside_marker(text, head_end, keep_before=True)
+    tail_start = _outside_marker(text, tail_start, keep_before=False)
+    removed = tail_start - head_end
+    return f"{text[:head_end]}\n\n[... {removed} characters truncated ...]\n\n{text[tail_start:]}"
+
+
+def _outside_marker(text: str, cut: int, keep_before: bool) -> int:
+    """Move `cut` before (head) or after (tail) an `[IMAGE:…]` marker that straddles it."""
+    opened = text.rfind(_MARKER, 0, cut + len(_MARKER) - 1)
+    if opened < 0 or opened >= cut:
+        return cut
+    closing = text.find("]", opened)
+    if closing < cut and closing >= 0:
+        return cut  # the marker ends before the cut
+    if keep_before:
+        return opened
+    return len(text) if closing < 0 else closing + 1
 
 
 def arguments_text(arguments: JSON) -> str:

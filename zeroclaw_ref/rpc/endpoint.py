@@ -26,7 +26,6 @@ from zeroclaw_ref.wire.errors import RpcError
 from zeroclaw_ref.wire.framing import Oversized
 from zeroclaw_ref.wire.jsonrpc import (
     Invalid,
-    Notification,
     Request,
     Response,
     classify,
@@ -106,7 +105,9 @@ class Endpoint:
         """Handle one framed line: parse, classify, run its handler, send any reply."""
         if isinstance(line, Oversized):
             self.send_line(
-                error_line(None, RpcError.parse_error(f"line exceeds the size limit ({line.size}+ bytes)"))
+                error_line(
+                    None, RpcError.parse_error(f"line exceeds the size limit ({line.size}+ bytes)")
+                )
             )
             return
         line = line.strip()  # [ACP-TR-07] also removes a trailing CR

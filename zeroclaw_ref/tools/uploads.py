@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 import re
@@ -144,7 +145,8 @@ def _open_uploads(ws_fd: int) -> int:
     try:
         return os.open("uploads", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=ws_fd)
     except OSError as exc:
-        if os.path.islink("uploads"):  # raced into a link between stat and open
+        if stat.S_ISLNK(os.stat("uploads", dir_fd=ws_fd, follow_symlinks=False).st_mode):
+            # raced into a link between the check and the open
             raise UploadError("uploads path is a symlink; refusing to materialize blob") from exc
         raise UploadError(f"Cannot create upload dir: {exc.strerror or exc}") from exc
 
@@ -179,8 +181,6 @@ def _write_atomically(dir_fd: int, name: str, data: bytes) -> None:
         # A link or other entry at the final name is replaced, never followed (MCP-RESULT-33).
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
-        except OSError:
-            pass
         raise UploadError(f"Cannot write upload: {exc.strerror or exc}") from exc

@@ -1,0 +1,147 @@
+"""The stdio front door as a real process: signals, broken pipes, stray output, exit codes
+(acp.md §1.1, §1.7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.acp_client import AcpProcess
+from zeroclaw_ref.acp.server import AcpServer
+from zeroclaw_ref.config.load import load_config
+from zeroclaw_ref.core.clock import FixedClock
+from zeroclaw_ref.core.ids import SequentialIds
+from zeroclaw_ref.wire import acp as w
+
+
+def _start_slow_turn(agent: AcpProcess) -> str:
+    agent.request(1, "session/new", {})
+    sid = agent.response(1)["result"]["sessionId"]
+    agent.request(2, "session/prompt", {"sessionId": sid, "prompt": "slow: 500"})
+    first = agent.recv("the first tick")
+    assert first["params"]["update"]["content"]["text"] == "tick 1 "
+    return sid
+
+
+@pytest.mark.req("ACP-TR-35", "ACP-TR-37")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_like_end_of_input_with_the_turn_cancelled(
+    tmp_path: Path, signum: int
+) -> None:
+    agent = AcpProcess(tmp_path / "cfg")
+    _start_slow_turn(agent)
+    agent.proc.send_signal(signum)
+    seen: list[dict[str, object]] = []
+    result = agent.response(2, seen)
+    assert result["result"]["stopReason"] == "cancelled"  # type: ignore[index]
+    assert agent.proc.wait(timeout=10) == 0
+
+
+@pytest.mark.req("ACP-TR-35")
+def test_end_of_input_cancels_the_running_turn_and_still_writes_its_result(tmp_path: Path) -> None:
+    agent = AcpProcess(tmp_path / "cfg")
+    _start_slow_turn(agent)
+    assert agent.proc.stdin is not None
+    agent.proc.stdin.close()
+    result = agent.response(2, [])
+    assert result["result"]["stopReason"] == "cancelled"  # type: ignore[index]
+    assert agent.proc.wait(timeout=10) == 0
+
+
+@pytest.mark.req("ACP-TR-36")
+def test_a_closed_stdout_is_an_ordinary_disconnect(tmp_path: Path) -> None:
+    agent = AcpProcess(tmp_path / "cfg")
+    _start_slow_turn(agent)
+    assert agent.proc.stdout is not None
+    agent.proc.stdout.close()  # the client stops reading: the next write fails
+    assert agent.proc.wait(timeout=15) == 0
+
+
+@pytest.mark.req("ACP-TR-02", "ACP-TR-03")
+def test_stdout_carries_only_json_rpc_even_when_something_prints(tmp_path: Path) -> None:
+    # A stray write to fd 1 from inside the server process (as a careless library or a child
+    # process would do) must land on stderr, not on the protocol stream.
+    code = (
+        "import os, sys; from zeroclaw_ref.acp import stdio as s; orig = s._protocol_sink\n"
+        "def sink():\n"
+        "    w = orig(); os.write(1, b'stray output\\n'); print('a print'); sys.stdout.flush()\n"
+        "    return w\n"
+        "s._protocol_sink = sink\n"
+        "from zeroclaw_ref.cli.main import main; raise SystemExit(main(['acp']))\n"
+    )
+    env = {**os.environ, "ZEROCLAW_CONFIG_DIR": str(tmp_path / "cfg"), "HOME": str(tmp_path)}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + "\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=line.encode(), capture_output=True, env=env, timeout=30
+    )
+    assert done.returncode == 0
+    lines = done.stdout.decode().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["id"] == 1
+    assert b"stray output" in done.stderr and b"a print" in done.stderr
+
+
+@pytest.mark.req("ACP-TR-04", "ACP-CFG-09", "ACP-TR-05")
+@pytest.mark.parametrize(
+    ("args", "status", "stderr"),
+    [
+        (["--max-sessions", "0"], 1, "ERROR: invalid value for --max-sessions: 0"),
+        (["--max-sessions", "abc"], 1, "ERROR: invalid value for --max-sessions: abc"),
+        (["--session-timeout", "86401"], 1, "ERROR: invalid value for --session-timeout: 86401"),
+        (["--bogus"], 2, "usage:"),
+        (["extra"], 2, "usage:"),
+    ],
+)
+def test_bad_command_lines_fail_before_reading_input(
+    tmp_path: Path, args: list[str], status: int, stderr: str
+) -> None:
+    env = {**os.environ, "ZEROCLAW_CONFIG_DIR": str(tmp_path / "cfg"), "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "zeroclaw_ref", "acp", *args],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=30,
+    )
+    assert done.returncode == status
+    assert done.stdout == b""
+    assert stderr in done.stderr.decode()
+
+
+@pytest.mark.req("ACP-TR-04", "ACP-INIT-06", "ACP-CFG-08")
+def test_command_line_values_beat_the_environment(tmp_path: Path) -> None:
+    agent = AcpProcess(
+        tmp_path / "cfg",
+        "--max-sessions",
+        "3",
+        "--config-dir",
+        str(tmp_path / "cfg"),
+        env={"ZEROCLAW_acp__max_sessions": "7", "ZEROCLAW_acp__session_timeout_secs": "9"},
+    )
+    agent.request(1, "initialize")
+    meta = agent.response(1)["result"]["_meta"]["zeroclaw"]
+    assert (meta["maxSessions"], meta["sessionTimeoutSecs"]) == (3, 9)
+    assert agent.close_input() == 0
+
+
+def test_no_handler_failure_puts_a_traceback_on_the_wire(tmp_path: Path) -> None:
+    lines: list[str] = []
+    config = load_config(tmp_path / "cfg", tmp_path / "data", {})
+    server = AcpServer(config, lines.append, SequentialIds(), FixedClock())
+
+    def broken(call: object) -> object:
+        raise RuntimeError("Traceback (most recent call last): secret")
+
+    methods = [
+        v for k, v in vars(w).items() if k.startswith("METHOD_SESSION") or k == "METHOD_INITIALIZE"
+    ]
+    for method in methods:
+        server.endpoint._methods[method] = broken  # type: ignore[index]
+        server.endpoint.dispatch(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode())
+    assert len(lines) == len(methods)
+    assert all("Traceback" not in line and "secret" not in line for line in lines)

@@ -1,0 +1,322 @@
+"""The turn engine's contract (policy.md §6.5), driven by the real scripted provider."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from zeroclaw_ref.config.load import load_config
+from zeroclaw_ref.core.cancel import CancelToken
+from zeroclaw_ref.core.ids import SequentialIds
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.engine import resolve as resolve_module
+from zeroclaw_ref.engine.events import (
+    Cancelled,
+    Completed,
+    Failed,
+    FailureKind,
+    ToolCallStarted,
+    ToolFinished,
+    TurnEvent,
+)
+from zeroclaw_ref.engine.history import trim
+from zeroclaw_ref.engine.resolve import PathRequest, resolve
+from zeroclaw_ref.engine.turn import MAX_ITERATIONS_PROMPT, TurnEngine, truncate
+from zeroclaw_ref.policy.approvals import Answer, Decision
+from zeroclaw_ref.tools.base import ToolContext, ToolResult
+
+
+@dataclass
+class FakeTool:
+    name: str
+    output: str = "ran"
+    raises: bool = False
+    calls: list[tuple[JSON, bool]] = field(default_factory=list)
+    description: str = "a test tool"
+    parameters: JSONObject = field(default_factory=lambda: {"type": "object"})
+
+    def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
+        self.calls.append((arguments, context.approved))
+        if self.raises:
+            raise RuntimeError("boom")
+        return ToolResult.ok(self.output)
+
+
+@dataclass
+class FakeApprover:
+    decisions: list[Decision]
+    asked: list[str] = field(default_factory=list)
+
+    def ask(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
+        self.asked.append(tool)
+        decision = self.decisions.pop(0)
+        if decision is Decision.CANCELLED:
+            cancel.fire()
+        return Answer(decision, "replaced text")
+
+
+def _setup(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: list[JSONObject],
+    tools: list[FakeTool],
+    profile: str = "",
+    runtime: str = "",
+) -> Path:
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "model.json").write_text(json.dumps({"turns": turns}))
+    (cfg / "config.toml").write_text(
+        f"""
+[providers.s]
+kind = "scripted"
+script = "model.json"
+[risk_profiles.p]
+{profile}
+[runtime_profiles.r]
+{runtime}
+[agents.a]
+model_provider = "s"
+risk_profile = "p"
+runtime_profile = "r"
+"""
+    )
+    monkeypatch.setattr(resolve_module, "build_universe", lambda s, d: tuple(tools))
+    return cfg
+
+
+def _run(
+    cfg: Path, approver: FakeApprover | None, path: str = "acp", message: str = "go"
+) -> tuple[object, list[TurnEvent], object]:
+    config = load_config(cfg, cfg / "data", {})
+    request = (
+        PathRequest("acp", approver=approver, session_workspace=cfg)
+        if path == "acp"
+        else PathRequest(path)
+    )
+    execution = resolve(config, "a", request)
+    events: list[TurnEvent] = []
+    outcome = TurnEngine(SequentialIds()).run_turn(
+        execution, [], message, events.append, CancelToken()
+    )
+    return outcome, events, execution
+
+
+def _call(name: str, call_id: str, **arguments: JSON) -> JSONObject:
+    return {"id": call_id, "name": name, "arguments": dict(arguments)}
+
+
+@pytest.mark.req("POL-ENGINE-05", "ACP-UPD-09")
+def test_an_unknown_tool_is_reported_and_never_run(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    cfg = _setup(
+        tmp_path, monkeypatch, [{"tool_calls": [_call("ghost", "c1")]}, {"chunks": ["ok"]}], []
+    )
+    outcome, events, _ = _run(cfg, FakeApprover([]))
+    assert events[0] == ToolCallStarted("c1", "ghost", {})
+    assert events[1] == ToolFinished("c1", "ghost", "Error: Unknown tool: ghost", False)
+    assert isinstance(outcome, Completed) and outcome.text == "ok"
+    assert [m["role"] for m in outcome.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.req("POL-ENGINE-04", "POL-RESOLVE-13")
+def test_an_excluded_tool_never_runs_even_when_called_directly(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("shell")
+    cfg = _setup(
+        tmp_path, monkeypatch,
+        [{"tool_calls": [_call(" SHELL ", "c1")]}, {"chunks": ["ok"]}],
+        [tool], profile='level = "full"\nexcluded_tools = ["shell"]',
+    )  # fmt: skip
+    _, events, execution = _run(cfg, FakeApprover([]))
+    assert tool.calls == [] and "shell" not in execution.io.tools.names  # type: ignore[attr-defined]
+    assert events[1] == ToolFinished(
+        "c1", " SHELL ", "Error: Tool not available in this turn:  SHELL ", False
+    )
+
+
+APPROVALS = [
+    (Decision.ALLOW_ONCE, "ran", True),
+    (Decision.ALLOW_ALWAYS, "ran", True),
+    (Decision.REJECT, "Denied by user.", False),
+    (Decision.REPLACE, "replaced text", False),
+    (
+        Decision.NO_DECISION,
+        "Tool call not executed: 'shell' requires approval and no operator decision was "
+        "available, so the runtime denied it by policy. This was not a user's decision.",
+        False,
+    ),
+]
+
+
+@pytest.mark.req("POL-APPROVE-10", "ACP-UPD-20", "POL-APPROVE-12")
+@pytest.mark.parametrize(("decision", "text", "runs"), APPROVALS)
+def test_each_operator_decision_has_its_effect(tmp_path, monkeypatch, decision, text, runs) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("shell")
+    cfg = _setup(
+        tmp_path,
+        monkeypatch,
+        [{"tool_calls": [_call("shell", "c1", command="ls")]}, {"chunks": ["k"]}],
+        [tool],
+    )
+    approver = FakeApprover([decision])
+    outcome, events, execution = _run(cfg, approver)
+    assert approver.asked == ["shell"]
+    assert [e.output for e in events if isinstance(e, ToolFinished)] == [text]
+    assert tool.calls == ([({"command": "ls"}, True)] if runs else [])
+    allow = execution.io.approval.session_allowlist  # type: ignore[attr-defined]
+    assert allow == (("shell",) if decision is Decision.ALLOW_ALWAYS else ())
+    assert isinstance(outcome, Completed)
+
+
+@pytest.mark.req("ACP-PERM-13")
+def test_a_cancel_while_asking_ends_the_turn_with_no_update_for_the_call(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("shell")
+    cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": [_call("shell", "c1")]}], [tool])
+    outcome, events, _ = _run(cfg, FakeApprover([Decision.CANCELLED]))
+    assert isinstance(outcome, Cancelled) and events == [] and tool.calls == []
+
+
+@pytest.mark.req("POL-APPROVE-17", "ACP-PERM-03")
+def test_every_approval_of_a_round_is_asked_before_any_call_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    a, b = FakeTool("shell"), FakeTool("file_write")
+    calls = [_call("shell", "c1"), _call("file_write", "c2")]
+    cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": calls}, {"chunks": ["k"]}], [a, b])
+    approver = FakeApprover([Decision.ALLOW_ONCE, Decision.REJECT])
+    outcome, events, _ = _run(cfg, approver)
+    kinds = [
+        (type(e).__name__, e.id) for e in events if isinstance(e, ToolCallStarted | ToolFinished)
+    ]
+    # the rejected second call shows at once; the approved first runs after every approval
+    assert kinds == [
+        ("ToolCallStarted", "c2"), ("ToolFinished", "c2"),
+        ("ToolCallStarted", "c1"), ("ToolFinished", "c1"),
+    ]  # fmt: skip
+    tool_messages = [m for m in outcome.messages if m["role"] == "tool"]  # type: ignore[attr-defined]
+    assert [m["toolCallId"] for m in tool_messages] == ["c1", "c2"]  # history keeps call order
+
+
+@pytest.mark.req("POL-APPROVE-07")
+def test_without_an_operator_a_prompt_is_a_runtime_denial(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("shell")
+    cfg = _setup(
+        tmp_path, monkeypatch, [{"tool_calls": [_call("shell", "c1")]}, {"chunks": ["k"]}], [tool]
+    )
+    _, events, _ = _run(cfg, None, path="cron")
+    assert tool.calls == []
+    assert "This was not a user's decision." in events[1].output  # type: ignore[union-attr]
+
+
+@pytest.mark.req("POL-APPROVE-01", "POL-APPROVE-04")
+def test_auto_approved_tools_run_without_asking(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("todo_write")
+    cfg = _setup(
+        tmp_path,
+        monkeypatch,
+        [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": ["k"]}],
+        [tool],
+        profile="auto_approve = []",
+    )
+    approver = FakeApprover([])
+    _run(cfg, approver)
+    assert approver.asked == [] and tool.calls == [({}, True)]
+
+
+@pytest.mark.req("POL-TOOL-03")
+def test_a_raising_tool_is_reported_not_fatal(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("todo_write", raises=True)
+    cfg = _setup(
+        tmp_path,
+        monkeypatch,
+        [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": ["k"]}],
+        [tool],
+    )
+    outcome, events, _ = _run(cfg, FakeApprover([]))
+    assert events[1].output == "Error executing todo_write: boom"  # type: ignore[union-attr]
+    assert isinstance(outcome, Completed)
+
+
+@pytest.mark.req("POL-ENGINE-07")
+def test_after_the_iteration_limit_one_last_request_has_no_tools(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("todo_write")
+    turns = [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": ["summary"]}]
+    cfg = _setup(tmp_path, monkeypatch, turns, [tool], runtime="max_tool_iterations = 1")
+    outcome, _, execution = _run(cfg, FakeApprover([]))
+    assert isinstance(outcome, Completed) and outcome.text == "summary"
+    last = execution.model.provider.requests[-1]  # type: ignore[attr-defined]
+    assert last["tools"] == [] and last["messages"][-1] == {
+        "role": "user",
+        "content": MAX_ITERATIONS_PROMPT,
+    }
+
+
+def test_an_empty_answer_after_the_limit_fails_the_turn(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    turns = [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": []}]
+    cfg = _setup(
+        tmp_path, monkeypatch, turns, [FakeTool("todo_write")], runtime="max_tool_iterations = 1"
+    )
+    outcome, _, _ = _run(cfg, FakeApprover([]))
+    assert outcome == Failed(FailureKind.OTHER, "Agent exceeded maximum tool iterations (1)")
+
+
+@pytest.mark.req("ACP-PROMPT-31")
+def test_provider_failures_and_empty_completions(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    cfg = _setup(tmp_path, monkeypatch, [{"error": "rate limited"}], [])
+    outcome, _, _ = _run(cfg, FakeApprover([]))
+    assert outcome == Failed(FailureKind.OTHER, "rate limited")
+    cfg2 = (
+        _setup(tmp_path / "x", monkeypatch, [{}], []) if (tmp_path / "x").mkdir() is None else None
+    )
+    assert cfg2 is not None
+    outcome, _, _ = _run(cfg2, FakeApprover([]))
+    assert isinstance(outcome, Failed) and outcome.kind is FailureKind.INVALID_COMPLETION
+
+
+@pytest.mark.req("POL-ENGINE-02")
+def test_a_listing_execution_cannot_run_a_turn(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    cfg = _setup(tmp_path, monkeypatch, [], [])
+    with pytest.raises(ValueError, match="listing executions cannot run turns"):
+        _run(cfg, None, path="gateway-tools")
+
+
+@pytest.mark.req("POL-ENGINE-08")
+@pytest.mark.parametrize(
+    ("text", "budget", "expected"),
+    [
+        ("abcdefghij", 10, "abcdefghij"),
+        ("abcdefghijkl", 9, "abcdef\n\n[... 3 characters truncated ...]\n\njkl"),
+        (
+            "ab[IMAGE:/u/x.png]cdefghijklmnopqrstuvwxyz",
+            12,
+            "ab\n\n[... 36 characters truncated ...]\n\nwxyz",
+        ),
+        (
+            "abcdefghijklmnopqrstuv[IMAGE:/u/x]yz",
+            9,
+            "abcdef\n\n[... 28 characters truncated ...]\n\nyz",
+        ),
+    ],
+)
+def test_truncation_keeps_two_thirds_head_and_one_third_tail(
+    text: str, budget: int, expected: str
+) -> None:
+    assert truncate(text, budget) == expected
+
+
+@pytest.mark.req("POL-ENGINE-10")
+def test_history_is_trimmed_only_at_user_turn_boundaries() -> None:
+    msgs: list[JSONObject] = [
+        {"role": "user", "content": "1"}, {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "2"}, {"role": "assistant", "content": "b", "toolCalls": []},
+        {"role": "tool", "content": "t"}, {"role": "assistant", "content": "c"},
+        {"role": "user", "content": "3"},
+    ]  # fmt: skip
+    assert trim(msgs, 10).dropped == 0
+    five = trim(msgs, 5)
+    assert five.kept[0]["content"] == "2" and five.dropped == 2 and five.kept_turns == 2
+    one = trim(msgs, 1)
+    assert one.kept == (msgs[-1],) and one.kept_turns == 1
+    assert trim(msgs, 0).kept == (msgs[-1],)  # the current turn is never cut
