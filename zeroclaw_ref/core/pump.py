@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Generic, TypeVar
 
 from zeroclaw_ref.core.cancel import CANCELLED, CancelToken, _Cancelled
@@ -50,7 +50,7 @@ class Pump(Generic[T]):
             return
         self._queue.put(_END)
 
-    def items(self) -> Iterator[T | _Cancelled]:
+    def items(self) -> Generator[T | _Cancelled, None, None]:
         """Yield the source's items; yields `CANCELLED` once and stops when the token fires.
 
         Raises:
