@@ -1,21 +1,28 @@
 """Drain a blocking iterator on a helper thread so the consumer stays cancellable (DESIGN §7.6).
 
-The provider generator runs on the pump's thread and hands each item through a queue; the
-turn's `CancelToken` puts `CANCELLED` into the same queue, so the worker's single blocking
-`get` wakes at once for either reason. An abandoned pump sets `stop` (the provider sees it
-through `ModelRequest.stop`) and its thread ends at the provider's next step.
+The provider generator runs on a pump thread and hands each item through a queue; the turn's
+`CancelToken` puts `CANCELLED` into the same queue, so the worker's single blocking `get` wakes
+at once for either reason. An abandoned pump sets `stop` (the provider sees it through
+`ModelRequest.stop`) and its thread finishes at the provider's next step.
+
+Design: pump threads are reused. Starting a thread per model round cost about as much as the
+whole demo turn (bench/acp_prompt_rtt), so a finished pump thread waits a while for the next
+source before it exits; a new one starts only when no idle thread is available, so a source
+that is slow to notice `stop` never delays another turn.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Generator, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Generator, Iterator
+from typing import Final, Generic, TypeVar
 
 from zeroclaw_ref.core.cancel import CANCELLED, CancelToken, _Cancelled
 
 T = TypeVar("T")
+
+IDLE_THREAD_SECS: Final = 30.0  # Design: how long an idle pump thread waits for more work
 
 
 class _End:
@@ -29,15 +36,64 @@ class PumpError(Exception):
     """The drained iterator raised; `__cause__` holds the original exception."""
 
 
+class _Worker(threading.Thread):
+    def __init__(self, pool: _Pool) -> None:
+        super().__init__(name="pump", daemon=True)
+        self.jobs: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=1)
+        self._pool = pool
+
+    def run(self) -> None:
+        while True:
+            try:
+                job = self.jobs.get(timeout=IDLE_THREAD_SECS)
+            except queue.Empty:
+                if self._pool.retire(self):
+                    return
+                continue  # handed a job just as we timed out: take it
+            job()
+            self._pool.park(self)
+
+
+class _Pool:
+    """Idle pump threads; `submit` reuses one or starts a new one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self)
+            worker.jobs.put(job)
+            worker.start()
+        else:
+            worker.jobs.put(job)
+
+    def park(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def retire(self, worker: _Worker) -> bool:
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                return True
+            return False
+
+
+_POOL: Final = _Pool()
+
+
 class Pump(Generic[T]):
-    """Iterate `source` on a daemon thread; iterate the pump to receive items."""
+    """Iterate `source` on a pump thread; iterate `items()` to receive them."""
 
     def __init__(self, source: Iterator[T], token: CancelToken, stop: threading.Event) -> None:
         self._source = source
         self._token = token
         self._stop = stop
         self._queue: queue.Queue[T | _End | _Cancelled | BaseException] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="pump", daemon=True)
 
     def _run(self) -> None:
         try:
@@ -45,9 +101,13 @@ class Pump(Generic[T]):
                 if self._stop.is_set():
                     break
                 self._queue.put(item)
-        except BaseException as exc:
+        except BaseException as exc:  # relayed to the consumer thread
             self._queue.put(exc)
             return
+        finally:
+            close = getattr(self._source, "close", None)
+            if callable(close):
+                close()
         self._queue.put(_END)
 
     def items(self) -> Generator[T | _Cancelled, None, None]:
@@ -57,7 +117,7 @@ class Pump(Generic[T]):
             PumpError: the source raised; the turn reports it as a provider failure.
         """
         unregister = self._token.add_callback(lambda: self._queue.put(CANCELLED))
-        self._thread.start()
+        _POOL.submit(self._run)
         try:
             while True:
                 item = self._queue.get()

@@ -20,13 +20,23 @@ def trim(messages: list[JSONObject], limit: int) -> Trimmed:
     """Keep at most `limit` of the most recent messages, cutting only before a user message.
 
     The current (last) turn is always kept whole, even when it alone exceeds the limit, because
-    a turn cut in the middle would show the model tool results without their calls.
+    a turn cut in the middle would show the model tool results without their calls. Design: only
+    the last `limit` messages (or the current turn) are looked at, so a long session costs
+    O(limit) per model request, not O(history).
     """
-    starts = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    total = len(messages)
     start = 0
-    if len(messages) > limit and starts:
-        fitting = [i for i in starts if len(messages) - i <= limit]
-        start = fitting[0] if fitting else starts[-1]
+    if total > limit:
+        lowest = total - limit  # the earliest index the limit allows
+        start = next((i for i in range(lowest, total) if _is_user(messages[i])), -1)
+        if start < 0:  # the current turn alone exceeds the limit: keep it whole
+            start = lowest - 1
+            while start > 0 and not _is_user(messages[start]):
+                start -= 1
+            start = max(start, 0)
     kept = messages[start:]
-    kept_turns = sum(1 for m in kept if m.get("role") == "user")
-    return Trimmed(tuple(kept), start, kept_turns)
+    return Trimmed(tuple(kept), start, sum(1 for m in kept if _is_user(m)))
+
+
+def _is_user(message: JSONObject) -> bool:
+    return message.get("role") == "user"

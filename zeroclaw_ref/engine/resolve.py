@@ -32,7 +32,7 @@ from zeroclaw_ref.engine.sysprompt import build_system_prompt
 from zeroclaw_ref.policy.approvals import ApprovalManager, Approver
 from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.factory import create_provider
-from zeroclaw_ref.tools.catalogue import build_universe
+from zeroclaw_ref.tools.catalogue import ToolSettings, build_universe
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,15 @@ def resolve(
         path=request.path,
         config=config,
         security=security,
-        universe=build_universe(security, bool(agent.delegates)),
+        universe=build_universe(
+            security,
+            ToolSettings(
+                agent_alias=agent_alias,
+                data_dir=config.data_dir,
+                shell_timeout_secs=runtime.shell_timeout_secs,
+                has_delegates=bool(agent.delegates),
+            ),
+        ),
         caller_allowed=request.caller_allowed,
         connect_mcp=connect_mcp,
         connect_peripherals=profile.connect_peripherals,

@@ -31,6 +31,7 @@ from zeroclaw_ref.engine.events import (
     EventSink,
     Failed,
     FailureKind,
+    PlanUpdated,
     TextDelta,
     ThoughtDelta,
     ToolCallStarted,
@@ -49,11 +50,21 @@ from zeroclaw_ref.providers.base import (
     ToolCall,
     ToolSpec,
 )
-from zeroclaw_ref.tools.base import ToolContext, ToolResult
+from zeroclaw_ref.tools.base import (
+    ARTIFACT_KEY,
+    PLAN_KEY,
+    Tool,
+    ToolContext,
+    ToolResult,
+    UserChannel,
+)
 
 log = logging.getLogger(__name__)
 
 _MARKER = "[IMAGE:"
+
+# [POL-APPROVE-12] tools whose `approved` argument belongs to the runtime
+RUNTIME_APPROVED_TOOLS = frozenset({"shell", "cron_add"})
 
 # [POL-ENGINE-07]
 MAX_ITERATIONS_PROMPT = (
@@ -229,7 +240,7 @@ class _Turn:
             self._check_cancel()
             verdict = self._gate(call)
             if isinstance(verdict, ToolFinished):
-                self.emit(ToolCallStarted(call.id or "", call.name, call.arguments))
+                self.emit(ToolCallStarted(call.id or "", call.name, _shown(call)))
                 self.emit(verdict)  # [ACP-UPD-20] refused calls show up at once
                 results[index] = verdict
             else:
@@ -284,21 +295,66 @@ class _Turn:
     def _execute(self, call: ToolCall, approved: bool) -> ToolFinished:
         tool = self.ex.io.tools.get(call.name)
         assert tool is not None  # checked by _gate
-        self.emit(ToolCallStarted(call.id or "", call.name, call.arguments))
-        context = ToolContext(cancel=self.cancel, approved=approved, call_id=call.id or "")
-        try:
-            result = tool.execute(call.arguments, context)
-            text = result.model_text()
-        except Exception as exc:  # [POL-TOOL-03] a raising tool is reported, never fatal
-            log.exception("tool %s raised", call.name)
-            result = ToolResult.fail(str(exc))
-            text = f"Error executing {call.name}: {exc}"
+        self.emit(ToolCallStarted(call.id or "", call.name, _shown(call)))
+        result, text = self._invoke(tool, call, approved)
         if self.cancel.is_set():
             raise _Stop(Cancelled())  # the front door closes the open call (ACP-UPD-17)
-        text = truncate(text, self.ex.knobs.max_tool_result_chars)
-        finished = ToolFinished(call.id or "", call.name, text, result.success, result.data)
+        text = truncate(text, self.ex.knobs.max_tool_result_chars)  # [POL-ENGINE-08]
+        data = result.data or {}
+        artifact = data.get(ARTIFACT_KEY)
+        finished = ToolFinished(
+            call.id or "",
+            call.name,
+            text,
+            result.success,
+            artifact if isinstance(artifact, dict) else None,
+        )
         self.emit(finished)
+        plan = data.get(PLAN_KEY)
+        if result.success and isinstance(plan, list):
+            # [POL-TODO-04] [ACP-UPD-22] the plan follows its tool's result
+            self.emit(PlanUpdated(tuple(e for e in plan if isinstance(e, dict))))
         return finished
+
+    def _invoke(self, tool: Tool, call: ToolCall, approved: bool) -> tuple[ToolResult, str]:
+        """Read-only gate, then the tool itself (POL-ENGINE-06)."""
+        if self._read_only_refuses(tool):
+            refusal = f"Security policy: read-only mode, cannot perform '{call.name}'"
+            return ToolResult.fail(refusal), f"Error: {refusal}"  # [POL-AUTO-06] [POL-AUTO-09]
+        arguments = call.arguments
+        if call.name in RUNTIME_APPROVED_TOOLS and isinstance(arguments, dict):
+            arguments = {**arguments, "approved": approved}  # [POL-APPROVE-12]
+        approver = self.ex.io.approval.approver
+        context = ToolContext(
+            cancel=self.cancel,
+            approved=approved,
+            channel=approver if isinstance(approver, UserChannel) else None,
+            interaction=self.ex.io.interaction,
+            call_id=call.id or "",
+        )
+        try:
+            result = tool.execute(arguments, context)
+            return result, result.model_text()
+        except Exception as exc:  # [POL-TOOL-03] a raising tool is reported, never fatal
+            log.exception("tool %s raised", call.name)
+            return ToolResult.fail(str(exc)), f"Error executing {call.name}: {exc}"
+
+    def _read_only_refuses(self, tool: Tool) -> bool:
+        """[POL-AUTO-06] act tools refuse at read_only; [POL-AUTO-07] MCP tools do too unless
+        their exact name is auto-approved (the `*` wildcard does not count)."""
+        if self.ex.security.level != "read_only":
+            return False
+        if "__" in tool.name:
+            return tool.name not in self.ex.io.approval.auto_approve
+        return tool.act
+
+
+def _shown(call: ToolCall) -> JSON:
+    """[ACP-UPD-06] the model's arguments without the runtime-owned `approved` flag."""
+    arguments = call.arguments
+    if call.name in RUNTIME_APPROVED_TOOLS and isinstance(arguments, dict):
+        return {k: v for k, v in arguments.items() if k != "approved"}
+    return arguments
 
 
 def truncate(text: str, budget: int) -> str:

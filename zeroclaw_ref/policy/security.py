@@ -1,15 +1,71 @@
-"""SecurityPolicy: the per-execution boundary every built-in tool is bound to (policy.md §4.2).
+"""SecurityPolicy: the per-execution boundary every built-in tool is bound to (policy.md §4.2,
+acp.md §10).
 
-This module holds the values and the built-in access predicate; the path checks of acp.md §10.2
-grow here with the file tools.
+Goals: one path check for every file-touching tool, decided on the canonical path, so that no
+`..`, symbolic link (in any component), `~user` or percent-encoded trick reaches outside the
+allowed roots (ACP-SEC-09). Plan: lexical refusals first (NUL, `..`, `%2f`, `~user`), then
+expansion and canonicalisation of the deepest existing ancestor, then the root/forbidden
+decision. Caveat: a check is only as good as the open that follows it; tools open the checked
+path without following a final symbolic link to narrow the check-to-use window.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from zeroclaw_ref.config.model import AutonomyConfig
+
+# [POL-FS-01] [ACP-SEC-05]
+NUL_REFUSAL = "Path not allowed: contains null byte"
+_ENCODED_PARENT = re.compile(r"\.\.%2f|%2f\.\.", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class PathRefusal:
+    """A refused path; `reason` is the exact failure text for the tool's result."""
+
+    reason: str
+
+
+def _lexically_refused(raw: str) -> str | None:
+    """[POL-FS-01] [POL-FS-02] refusals decided on the text alone."""
+    if "\x00" in raw:
+        return NUL_REFUSAL
+    parts = re.split(r"[/\\]", raw)
+    tilde_user = raw.startswith("~") and not (raw == "~" or raw.startswith("~/"))
+    if ".." in parts or _ENCODED_PARENT.search(raw) or tilde_user:
+        return f"Path not allowed by security policy: {raw}"
+    return None
+
+
+def canonicalise(path: Path) -> Path:
+    """[POL-FS-04] [ACP-SEC-07] realpath of the deepest existing ancestor, rest appended.
+
+    Raises:
+        OSError: the path cannot be canonicalised (a loop, a permission error).
+    """
+    missing: list[str] = []
+    current = path
+    while True:
+        try:
+            real = Path(os.path.realpath(current, strict=True))
+            break
+        except FileNotFoundError:
+            if current.parent == current:
+                raise
+            missing.append(current.name)
+            current = current.parent
+    for name in reversed(missing):
+        real = real / name
+    return real
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """Component-wise containment (`/work2` is not inside `/work`)."""
+    return path == root or root in path.parents
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +113,51 @@ class SecurityPolicy:
             excluded_tools=frozenset(profile.excluded_tools),
         )
 
+    def check_path(self, raw: str) -> Path | PathRefusal:
+        """[POL-FS-01..07] [ACP-SEC-05..10] the canonical path a tool may use, or why not.
+
+        `raw` is the model's argument; refusal texts quote it as given.
+        """
+        refused = _lexically_refused(raw)
+        if refused is not None:
+            return PathRefusal(refused)
+        # [POL-FS-03] `~` and `~/` expand to the home directory; relative joins the workspace.
+        candidate = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
+        if not candidate.is_absolute():
+            candidate = self.workspace_dir / candidate
+        try:
+            canonical = canonicalise(candidate)
+        except OSError as exc:
+            return PathRefusal(f"Failed to resolve file path: {exc.strerror or exc}")
+        return self.decide(canonical, raw)
+
+    def decide(self, canonical: Path, raw: str) -> Path | PathRefusal:
+        """[POL-FS-05] [POL-FS-06] the root/forbidden decision on a canonical path."""
+        if canonical == Path("/dev/null"):
+            return canonical
+        if any(is_within(canonical, root) for root in self.canonical_roots()):
+            return canonical  # allowed roots win over forbidden_paths
+        if self.workspace_only:
+            return PathRefusal(f"Path escapes workspace directory: {raw}")
+        for entry in self.forbidden_paths:
+            forbidden = Path(entry).expanduser()
+            if is_within(canonical, forbidden) or is_within(canonical, _real(forbidden)):
+                return PathRefusal(f"Path blocked by security policy: {raw}")
+        return canonical
+
+    def canonical_roots(self) -> tuple[Path, ...]:
+        """The workspace and allowed roots, canonicalised (roots may not exist yet)."""
+        return tuple(_real(root) for root in self.allowed_roots)
+
     def is_tool_allowed(self, name: str) -> bool:
         """[POL-ACCESS-02] exact-name predicate for built-in and peripheral tools."""
         if name in self.excluded_tools:
             return False
         return self.allowed_tools is None or name in self.allowed_tools
+
+
+def _real(path: Path) -> Path:
+    try:
+        return canonicalise(path)
+    except OSError:
+        return path

@@ -8,8 +8,8 @@ agents only through the `DelegatePort`, both handed over in the `ToolContext`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -39,31 +39,57 @@ class ToolResult:
         return f"Error: {self.error or ''}"
 
 
-class UserChoice(Protocol):
-    """What `ask_user` learns from the channel: a chosen text or a failure reason."""
+# [POL-TOOL-04] the generic missing-argument failure
+def missing(argument: str) -> ToolResult:
+    return ToolResult.fail(f"Missing '{argument}' parameter")
 
 
+def argument(arguments: JSON, key: str) -> JSON:
+    """The value of `key` when the arguments are an object, else None."""
+    return arguments.get(key) if isinstance(arguments, dict) else None
+
+
+@runtime_checkable
 class UserChannel(Protocol):
-    """The back-channel of the session that owns the turn (ACP-RT-08)."""
+    """The operator's channel of the execution that owns the turn (ACP-RT-08, policy.md §4.5).
+
+    Implemented by the ACP back-channel (acp/approver.py) and the terminal (cli); absent in
+    interaction mode `none`. Both operations report failures as values, never by raising.
+    """
 
     def send_message(self, text: str) -> None:
-        """Send an out-of-band message to the user (acp.md §6.6)."""
+        """Deliver an out-of-band message to the operator (acp.md §6.6)."""
+        ...
+
+    def ask_choice(
+        self, question: str, choices: tuple[str, ...], timeout_secs: int, cancel: CancelToken
+    ) -> ToolResult:
+        """Ask `question`; succeed with the chosen text, or fail with the channel's reason."""
         ...
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a running tool may use besides its arguments."""
+    """What a running tool may use besides its arguments and its bound SecurityPolicy."""
 
     cancel: CancelToken
     approved: bool = False
     channel: UserChannel | None = None
+    interaction: str = "none"  # acp_backchannel | terminal | none (policy.md §1)
     call_id: str = ""
-    extras: JSONObject = field(default_factory=dict)
+
+
+# Keys of `ToolResult.data` the engine understands (everything else is passed through).
+PLAN_KEY = "plan_entries"  # [POL-TODO-04] a list of plan entries → one plan event
+ARTIFACT_KEY = "artifact"  # [ACP-DELIV-08] the delivery artifact of deliver_file
 
 
 class Tool(Protocol):
-    """A callable tool with its model-facing spec (POL-TOOL-05)."""
+    """A callable tool with its model-facing spec (POL-TOOL-05).
+
+    `act` is the class of policy.md §4.1: an act tool changes state outside the turn and is
+    refused at level `read_only` by the engine (POL-AUTO-06, POL-AUTO-09).
+    """
 
     @property
     def name(self) -> str: ...
@@ -73,6 +99,9 @@ class Tool(Protocol):
 
     @property
     def parameters(self) -> JSONObject: ...
+
+    @property
+    def act(self) -> bool: ...
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         """Run the call; return a failed result for refusals and bad arguments."""

@@ -7,6 +7,9 @@ they are implemented; until then the model's calls to them end as `Unknown tool:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.tools.base import Tool
 
@@ -23,7 +26,18 @@ MEMORY_TOOLS: frozenset[str] = frozenset(
 )
 
 
-def build_universe(security: SecurityPolicy, has_delegates: bool) -> tuple[Tool, ...]:
-    """Every built-in tool available in this build, in catalogue order."""
-    del security, has_delegates  # used once the built-in tools land
-    return ()
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """What built-in tools need besides the SecurityPolicy; filled in by `resolve()`."""
+
+    agent_alias: str
+    data_dir: Path
+    shell_timeout_secs: int = 60
+    has_delegates: bool = False
+
+
+def build_universe(security: SecurityPolicy, settings: ToolSettings) -> tuple[Tool, ...]:
+    """[POL-TOOL-01] every built-in tool of this build, bound to `security`, in catalogue order."""
+    tools: list[Tool] = []
+    order = {name: i for i, name in enumerate(CATALOGUE_ORDER)}
+    return tuple(sorted(tools, key=lambda t: order.get(t.name, len(order))))

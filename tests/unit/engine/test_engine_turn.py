@@ -36,6 +36,7 @@ class FakeTool:
     raises: bool = False
     calls: list[tuple[JSON, bool]] = field(default_factory=list)
     description: str = "a test tool"
+    act: bool = True
     parameters: JSONObject = field(default_factory=lambda: {"type": "object"})
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
@@ -105,6 +106,38 @@ def _run(
     return outcome, events, execution
 
 
+@pytest.mark.req("POL-APPROVE-12", "ACP-UPD-06")
+def test_a_model_supplied_approved_flag_is_overwritten_and_never_shown(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("shell")
+    call = _call("shell", "c1", command="ls", approved=True)
+    cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": [call]}, {"chunks": ["k"]}], [tool])
+    _, events, _ = _run(cfg, FakeApprover([Decision.REJECT]))
+    assert tool.calls == []
+    assert events[0] == ToolCallStarted("c1", "shell", {"command": "ls"})
+
+
+@pytest.mark.req("POL-AUTO-06", "POL-AUTO-09", "POL-AUTO-05")
+def test_read_only_refuses_act_tools_after_approval_and_runs_read_tools(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    act, read = FakeTool("shell"), FakeTool("file_read", act=False)
+    calls = [_call("shell", "c1"), _call("file_read", "c2")]
+    cfg = _setup(
+        tmp_path,
+        monkeypatch,
+        [{"tool_calls": calls}, {"chunks": ["k"]}],
+        [act, read],
+        profile='level = "read_only"',
+    )
+    approver = FakeApprover([])
+    _, events, _ = _run(cfg, approver)
+    assert approver.asked == [] and act.calls == [] and len(read.calls) == 1
+    texts = [e.output for e in events if isinstance(e, ToolFinished)]
+    assert texts == ["Error: Security policy: read-only mode, cannot perform 'shell'", "ran"]
+
+
 def _call(name: str, call_id: str, **arguments: JSON) -> JSONObject:
     return {"id": call_id, "name": name, "arguments": dict(arguments)}
 
@@ -164,7 +197,8 @@ def test_each_operator_decision_has_its_effect(tmp_path, monkeypatch, decision, 
     outcome, events, execution = _run(cfg, approver)
     assert approver.asked == ["shell"]
     assert [e.output for e in events if isinstance(e, ToolFinished)] == [text]
-    assert tool.calls == ([({"command": "ls"}, True)] if runs else [])
+    # [POL-APPROVE-12] the runtime owns `approved`: true once allowed to run
+    assert tool.calls == ([({"command": "ls", "approved": True}, True)] if runs else [])
     allow = execution.io.approval.session_allowlist  # type: ignore[attr-defined]
     assert allow == (("shell",) if decision is Decision.ALLOW_ALWAYS else ())
     assert isinstance(outcome, Completed)

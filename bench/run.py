@@ -1,0 +1,164 @@
+"""Run every benchmark case, A/B interleaved, print a table, write JSON, check budgets.
+
+    python bench/run.py [--quick] [--case NAME ...]
+
+Exit status: 0 all budgets met, 1 a budget was breached, 2 the run could not be made (a peer
+is missing or an agent failed). Never run under pytest (DESIGN.md §12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from client import AgentDied, AgentSpec, agent_specs  # noqa: E402
+
+CASES = ("acp_startup", "acp_prompt_rtt")
+OURS = "ours"
+
+
+def p90(values: list[float]) -> float:
+    """Nearest-rank 90th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+
+
+def summarise(samples: list[float]) -> dict[str, float | int]:
+    return {
+        "n": len(samples),
+        "median_ms": statistics.median(samples) * 1e3,
+        "p90_ms": p90(samples) * 1e3,
+        "min_ms": min(samples) * 1e3,
+    }
+
+
+def run_case(case: ModuleType, specs: list[AgentSpec], cwd: Path, quick: bool) -> dict[str, Any]:
+    warm, measured = case.rounds(quick)
+    samples: dict[str, list[float]] = {spec.name: [] for spec in specs}
+    for r in range(warm + measured):
+        # Interleave A/B and alternate who goes first, so drift hits both sides alike.
+        order = specs if r % 2 == 0 else list(reversed(specs))
+        for spec in order:
+            got = case.sample(spec, cwd, quick)
+            if r >= warm:
+                samples[spec.name].extend(got)
+        print(f"  {case.NAME}: round {r + 1}/{warm + measured}", file=sys.stderr, end="\r")
+    print(file=sys.stderr)
+    return {
+        "agents": {name: summarise(values) for name, values in samples.items()},
+        "samples_ms": {name: [v * 1e3 for v in values] for name, values in samples.items()},
+        "warmup_rounds_discarded": warm,
+        "measured_rounds": measured,
+    }
+
+
+def check_budget(name: str, result: dict[str, Any], budgets: dict[str, Any]) -> dict[str, Any]:
+    budget = budgets.get(name)
+    if budget is None:
+        return {"checked": False}
+    stat = f"{budget['statistic']}_ms"
+    ours = result["agents"][OURS][stat]
+    peer = result["agents"][budget["peer"]][stat]
+    ratio = ours / peer
+    return {
+        "checked": True,
+        "peer": budget["peer"],
+        "statistic": budget["statistic"],
+        "ratio": ratio,
+        "max_ratio": budget["max_ratio"],
+        "ok": ratio <= budget["max_ratio"],
+    }
+
+
+def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    header = (
+        f"{'case':<16}{'agent':<7}{'median ms':>11}{'p90 ms':>10}{'n':>6}"
+        f"{'ratio med':>11}{'ratio p90':>11}  budget"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, result in rows:
+        agents = result["agents"]
+        budget = result["budget"]
+        peer = budget.get("peer", "sdk")
+        for agent, s in agents.items():
+            line = f"{name:<16}{agent:<7}{s['median_ms']:>11.3f}{s['p90_ms']:>10.3f}{s['n']:>6}"
+            if agent == OURS and peer in agents:
+                r_med = s["median_ms"] / agents[peer]["median_ms"]
+                r_p90 = s["p90_ms"] / agents[peer]["p90_ms"]
+                line += f"{r_med:>11.3f}{r_p90:>11.3f}"
+                if budget["checked"]:
+                    verdict = "ok" if budget["ok"] else "BREACH"
+                    line += f"  {budget['statistic']} ≤ {budget['max_ratio']} × {peer}: {verdict}"
+            print(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few rounds, for a smoke run")
+    parser.add_argument("--case", action="append", choices=CASES, help="run only these cases")
+    parser.add_argument("--results", type=Path, default=BENCH_DIR / "results")
+    args = parser.parse_args(argv)
+
+    if importlib.util.find_spec("acp") is None:
+        print(
+            "peer acp-python-sdk missing: pip install agent-client-protocol==0.12.1",
+            file=sys.stderr,
+        )
+        return 2
+    budgets = tomllib.loads((BENCH_DIR / "budgets.toml").read_text("utf-8"))
+    args.results.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    with tempfile.TemporaryDirectory(prefix="zeroclaw-bench-") as scratch:
+        cwd = Path(scratch) / "workspace"
+        cwd.mkdir()
+        specs = agent_specs(Path(scratch))
+        for name in args.case or CASES:
+            case = importlib.import_module(f"cases.{name}")
+            started = time.perf_counter()
+            try:
+                result = run_case(case, specs, cwd, args.quick)
+            except (AgentDied, RuntimeError) as exc:
+                print(f"{name}: run failed: {exc}", file=sys.stderr)
+                return 2
+            result["budget"] = check_budget(name, result, budgets)
+            result.update(
+                case=name,
+                description=case.DESCRIPTION,
+                quick=args.quick,
+                wall_s=time.perf_counter() - started,
+                when=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                python=sys.version.split()[0],
+                platform=platform.platform(),
+                cpus=os.cpu_count(),
+                agents_argv={spec.name: list(spec.argv) for spec in specs},
+            )
+            out = args.results / f"{name}.json"
+            out.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+            rows.append((name, result))
+    print_table(rows)
+    breached = [name for name, r in rows if r["budget"]["checked"] and not r["budget"]["ok"]]
+    if breached:
+        print(f"budget breached: {', '.join(breached)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
