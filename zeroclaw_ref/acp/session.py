@@ -127,7 +127,7 @@ class AcpSession:
         self._state = State.IDLE
         self._lock = threading.Lock()
         self._token: CancelToken | None = None
-        self._inbox: queue.Queue[Job] = queue.Queue()
+        self._inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._worker = threading.Thread(target=self._run, name=f"session-{session_id}", daemon=True)
 
     # --- lifecycle -------------------------------------------------------------------------

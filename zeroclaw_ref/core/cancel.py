@@ -89,7 +89,7 @@ class Slot(Generic[T]):
     """A one-shot reply box: the first `offer` wins, later offers are ignored."""
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[T | _Cancelled] = queue.Queue(maxsize=1)
+        self._queue: queue.SimpleQueue[T | _Cancelled] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._filled = False
 

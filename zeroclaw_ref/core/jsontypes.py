@@ -18,19 +18,27 @@ def _reject_constant(name: str) -> Any:  # noqa: ANN401 - json.loads hook signat
     raise ValueError(f"non-standard JSON literal {name}")
 
 
+# Design: one encoder and one decoder for the process; building them per call showed up in
+# the prompt round trip (bench/acp_prompt_rtt). Both are stateless and thread-safe.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def loads(text: str | bytes) -> JSON:
     """Parse one JSON text strictly (no NaN/Infinity).
 
     Raises:
         ValueError (json.JSONDecodeError is a subclass) on malformed input.
     """
-    value: JSON = json.loads(text, parse_constant=_reject_constant)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    value: JSON = _DECODER.decode(text)
     return value
 
 
 def dumps(value: object) -> str:
     """Serialise compactly, keeping insertion order and non-ASCII characters."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def as_object(value: JSON) -> JSONObject | None:

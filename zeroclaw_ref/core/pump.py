@@ -87,13 +87,26 @@ _POOL: Final = _Pool()
 
 
 class Pump(Generic[T]):
-    """Iterate `source` on a pump thread; iterate `items()` to receive them."""
+    """Iterate `source` on a pump thread; iterate `items()` to receive them.
 
-    def __init__(self, source: Iterator[T], token: CancelToken, stop: threading.Event) -> None:
+    With `inline=True` the source runs on the consumer's own thread instead. That is only
+    correct for a source that never blocks except by waiting on `stop` (the demo and scripted
+    providers): the token's callback sets `stop`, so such a source ends at once on a cancel,
+    without a thread hop per event.
+    """
+
+    def __init__(
+        self,
+        source: Iterator[T],
+        token: CancelToken,
+        stop: threading.Event,
+        inline: bool = False,
+    ) -> None:
         self._source = source
         self._token = token
         self._stop = stop
-        self._queue: queue.Queue[T | _End | _Cancelled | BaseException] = queue.Queue()
+        self._inline = inline
+        self._queue: queue.SimpleQueue[T | _End | _Cancelled | BaseException] = queue.SimpleQueue()
 
     def _run(self) -> None:
         try:
@@ -116,6 +129,9 @@ class Pump(Generic[T]):
         Raises:
             PumpError: the source raised; the turn reports it as a provider failure.
         """
+        if self._inline:
+            yield from self._inline_items()
+            return
         unregister = self._token.add_callback(lambda: self._queue.put(CANCELLED))
         _POOL.submit(self._run)
         try:
@@ -133,3 +149,23 @@ class Pump(Generic[T]):
         finally:
             unregister()
             self._stop.set()
+
+    def _inline_items(self) -> Generator[T | _Cancelled, None, None]:
+        unregister = self._token.add_callback(self._stop.set)
+        source = self._source
+        try:
+            for item in source:
+                if self._token.is_set():
+                    yield CANCELLED
+                    return
+                yield item
+            if self._token.is_set():
+                yield CANCELLED
+        except Exception as exc:
+            raise PumpError(str(exc)) from exc
+        finally:
+            unregister()
+            self._stop.set()
+            close = getattr(source, "close", None)
+            if callable(close):
+                close()

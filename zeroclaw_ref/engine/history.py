@@ -13,7 +13,11 @@ TRIM_REASON = "history message limit exceeded"  # [ACP-RT-07]
 class Trimmed:
     kept: tuple[JSONObject, ...]
     dropped: int
-    kept_turns: int
+
+    @property
+    def kept_turns(self) -> int:
+        """Turns in the kept window (counted only when a trim is reported, ACP-RT-07)."""
+        return sum(1 for m in self.kept if _is_user(m))
 
 
 def trim(messages: list[JSONObject], limit: int) -> Trimmed:
@@ -34,8 +38,7 @@ def trim(messages: list[JSONObject], limit: int) -> Trimmed:
             while start > 0 and not _is_user(messages[start]):
                 start -= 1
             start = max(start, 0)
-    kept = messages[start:]
-    return Trimmed(tuple(kept), start, sum(1 for m in kept if _is_user(m)))
+    return Trimmed(tuple(messages[start:]), start)
 
 
 def _is_user(message: JSONObject) -> bool:

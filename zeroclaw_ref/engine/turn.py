@@ -182,9 +182,11 @@ class _Turn:
         calls: list[ToolCall] = []
 
         def source() -> Iterator[ProviderEvent]:
-            yield from provider.stream(request)  # runs on the pump thread
+            yield from provider.stream(request)
 
-        pump: Pump[ProviderEvent] = Pump(source(), self.cancel, request.stop)
+        pump: Pump[ProviderEvent] = Pump(
+            source(), self.cancel, request.stop, inline=not provider.blocking
+        )
         try:
             with closing(pump.items()) as items:
                 for item in items:

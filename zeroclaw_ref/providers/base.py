@@ -89,6 +89,9 @@ class ModelProvider(Protocol):
 
     name: str
     requests: list[JSONObject]
+    # True when `stream` blocks on I/O (network kinds): the engine then drains it on a pump
+    # thread. False when it only ever waits on `request.stop` (demo, scripted): drained inline.
+    blocking: bool
 
     def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
         """Yield the events of one model response, ending with `Done`."""
@@ -101,5 +104,7 @@ def record_of(request: ModelRequest) -> JSONObject:
         "model": request.model,
         "temperature": request.temperature,
         "tools": [t.name for t in request.tools],
-        "messages": [dict(m) for m in request.messages],
+        # Design: the message dicts are shared, not copied: nobody mutates a sent message, and
+        # copying a 50-message window per request dominated a demo turn.
+        "messages": list(request.messages),
     }

@@ -122,6 +122,8 @@ _TOOL_PREFIXES: dict[str, Callable[[str], tuple[str, JSONObject] | None]] = {
 class DemoProvider:
     """The `demo` kind: answers by prefix grammar and keeps every request in `requests`."""
 
+    blocking = False  # waits only on request.stop: drained inline by the engine
+
     def __init__(self, config: ProviderConfig, config_dir: Path | None = None) -> None:
         # [CFG-PROV-15] the demo keeps `requests` only; `config_dir` is unused (no record file).
         del config_dir

@@ -35,6 +35,8 @@ from zeroclaw_ref.providers.base import (
 class ScriptedProvider:
     """The `scripted` kind: each request consumes the next turn of the script."""
 
+    blocking = False  # waits only on request.stop: drained inline by the engine
+
     def __init__(self, config: ProviderConfig, config_dir: Path) -> None:
         self.name = config.name
         self.requests: list[JSONObject] = []

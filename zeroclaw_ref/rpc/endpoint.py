@@ -54,7 +54,8 @@ class Call:
         self.id = msg_id
         self.method = method
         self.params = params
-        self._answered = threading.Event()
+        self._answered = False
+        self._lock = threading.Lock()
 
     @property
     def is_notification(self) -> bool:
@@ -71,11 +72,11 @@ class Call:
             self.endpoint.send_line(error_line(self.id, error))
 
     def _claim(self) -> bool:
-        if self._answered.is_set():
+        with self._lock:
+            answered, self._answered = self._answered, True
+        if answered:
             log.error("%s answered twice; second answer dropped", self.method)
-            return False
-        self._answered.set()
-        return True
+        return not answered
 
 
 Handler = Callable[[Call], "JSON | _Deferred"]

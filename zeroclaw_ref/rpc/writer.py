@@ -5,6 +5,9 @@ line whole and flushes before taking the next, so messages never interleave and 
 order is FIFO (ACP-TR-34). A failed write switches the writer to discard mode and reports the
 disconnect once (ACP-TR-36). `close()` enqueues a sentinel, so everything queued before it is
 still written: that is the "flush the writer" step of shutdown (ACP-TR-35).
+
+Design: the queues on the per-message path are `queue.SimpleQueue` (implemented in C); the
+Python-level `queue.Queue` cost more than the rest of a demo turn (bench/acp_prompt_rtt).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ class Writer:
     def __init__(self, sink: Sink, on_broken: Callable[[], None] = lambda: None) -> None:
         self._sink = sink
         self._on_broken = on_broken
-        self._queue: queue.Queue[bytes | _Close] = queue.Queue()
+        self._queue: queue.SimpleQueue[bytes | _Close] = queue.SimpleQueue()
         self._broken = threading.Event()
         self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
         self._thread.start()
