@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from zeroclaw_ref.config.model import ConfigSnapshot
@@ -19,10 +20,34 @@ from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.limits import MAX_REPLACEMENT_BYTES
 from zeroclaw_ref.policy.approvals import Answer, Decision
 from zeroclaw_ref.rpc.endpoint import Endpoint
+from zeroclaw_ref.tools.base import ToolResult
 from zeroclaw_ref.wire import acp as w
 from zeroclaw_ref.wire.jsonrpc import Response
 
 from .project import EDIT_TOOLS, diff_content, raw_input, text_content, tool_kind
+
+# acp.md §6.4 and §6.6: the texts of the ACP channel
+ASK_NEEDS_CHOICES = (
+    "Channel 'acp' requires `choices` for ask_user (free-form questions await ACP elicitation "
+    "Phase 2)"
+)  # [ACP-ASK-03]
+ASK_DECLINED = (
+    "Channel 'acp' did not complete the structured choice (user cancelled/declined, or the "
+    "channel has no free-form fallback). Retry ask_user; free-form questions on this channel "
+    "await ACP elicitation Phase 2."
+)  # [ACP-ASK-06] Table 6-3
+ASK_FAILED = "Failed to ask question on channel 'acp': "
+ESCALATE_NO_WAIT = (
+    "Channel 'acp' cannot receive a free-form reply, so `wait_for_response` is unsupported "
+    "(awaits ACP elicitation Phase 2). Retry with `wait_for_response: false`."
+)  # [ACP-ESC-02]
+# [ACP-ESC-03] emoji and level per urgency
+ESCALATION_PREFIX = {
+    "low": "\u2139\ufe0f [LOW]",
+    "medium": "\u26a0\ufe0f [MEDIUM]",
+    "high": "\U0001f534 [HIGH]",
+    "critical": "\U0001f6a8 [CRITICAL]",
+}
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +119,83 @@ class AcpApprover:
         self._ids = ids
         self._workspace = workspace
         self._timeout = float(config.acp.session_timeout_secs)
+        self._send_message: Callable[[str], None] = lambda text: None
+
+    def attach(self, send_message: Callable[[str], None]) -> None:
+        """Connect the out-of-band message path of the session this channel belongs to."""
+        self._send_message = send_message
+
+    # --- UserChannel: ask_user and escalate_to_human over ACP (acp.md §6.4, §6.6) ---------
+
+    def ask(
+        self, question: str, choices: tuple[str, ...], timeout_secs: int, cancel: CancelToken
+    ) -> ToolResult:
+        """[ACP-ASK-03..07] a structured choice over `session/request_permission`."""
+        if not choices:
+            return ToolResult.fail(ASK_NEEDS_CHOICES)  # fails fast, nothing is sent
+        options: list[JSON] = [
+            {"optionId": f"choice-{i}", "name": choice, "kind": "allow_once"}
+            for i, choice in enumerate(choices)
+        ]
+        if len(choices) >= 2:
+            last = options[-1]
+            assert isinstance(last, dict)
+            last["kind"] = "reject_once"
+        params: JSONObject = {
+            "sessionId": self._session_id,
+            "options": options,
+            "toolCall": {
+                "toolCallId": f"ask-user-{self._ids.new('ask-user')}",
+                "title": question,
+                "kind": w.KIND_OTHER,
+                "status": w.STATUS_PENDING,
+            },
+        }
+        timeout = min(timeout_secs, self._timeout)  # [ACP-ASK-05]
+        reply = self._round_trip(params, timeout, cancel)
+        if isinstance(reply, _Cancelled):
+            return ToolResult.fail(ASK_DECLINED)
+        if isinstance(reply, _TimedOut):
+            return ToolResult.fail(
+                f"{ASK_FAILED}ACP request_permission timed out after {_seconds(timeout)}s"
+            )
+        return _choice_result(reply, choices)
+
+    def escalate(
+        self,
+        summary: str,
+        context: str | None,
+        urgency: str,
+        wait_for_response: bool,
+        timeout_secs: int | None,
+        cancel: CancelToken,
+    ) -> ToolResult:
+        """[ACP-ESC-02] [ACP-ESC-03] an out-of-band message; no reply can be awaited."""
+        if wait_for_response:
+            return ToolResult.fail(ESCALATE_NO_WAIT)
+        lines = [f"{ESCALATION_PREFIX[urgency]} Agent Escalation", f"Summary: {summary}"]
+        if context:
+            lines.append(f"Context: {context}")
+        lines += ["---", "Reply to this message to respond."]
+        self._send_message("\n".join(lines))  # [ACP-UPD-24] between its tool_call and update
+        return ToolResult.ok('{"channel":"acp","status":"escalated","urgency":"' + urgency + '"}')
+
+    def _round_trip(
+        self, params: JSONObject, timeout: float, cancel: CancelToken
+    ) -> Response | _Cancelled | _TimedOut:
+        """One outbound permission request: wait for the answer, the cancel or the timeout."""
+        outbound = self._endpoint.request(w.METHOD_REQUEST_PERMISSION, params)
+        # [ACP-PERM-13] a cancel resolves the pending request locally.
+        unregister = cancel.add_callback(lambda: self._endpoint.abandon(outbound.id))
+        try:
+            reply = _wait(outbound.slot, timeout)
+        finally:
+            unregister()
+        if isinstance(reply, _TimedOut):
+            self._endpoint.abandon(outbound.id)  # [ACP-TR-26] a late answer is discarded
+        if cancel.is_set():
+            return _CANCELLED_LOCALLY
+        return reply
 
     def request_params(self, tool: str, arguments: JSON) -> JSONObject:
         """[ACP-PERM-04..09] the outbound request's params."""
@@ -130,36 +232,53 @@ class AcpApprover:
             tool_call["content"] = [text_content(summary)]
         return {"sessionId": self._session_id, "options": options, "toolCall": tool_call}
 
-    def ask(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
-        """Send the request and wait once for answer, cancel or timeout (never raises)."""
-        outbound = self._endpoint.request(
-            w.METHOD_REQUEST_PERMISSION, self.request_params(tool, arguments)
-        )
-        # [ACP-PERM-13] a cancel resolves the pending request locally as no decision.
-        unregister = cancel.add_callback(lambda: self._endpoint.abandon(outbound.id))
-        try:
-            reply = _wait(outbound.slot, self._timeout)
-        finally:
-            unregister()
+    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
+        """[ACP-PERM-04..14] ask for one call; wait once for answer, cancel or timeout."""
+        reply = self._round_trip(self.request_params(tool, arguments), self._timeout, cancel)
         if cancel.is_set():
-            return Answer(Decision.CANCELLED)
-        if isinstance(reply, _TimedOut):
-            self._endpoint.abandon(outbound.id)  # [ACP-PERM-12] [ACP-TR-26]
-            return Answer(Decision.NO_DECISION)
-        if isinstance(reply, _Cancelled):
-            return Answer(Decision.NO_DECISION)  # shutdown resolved it (ACP-TR-35)
+            return Answer(Decision.CANCELLED)  # [ACP-PERM-13]
+        if isinstance(reply, _TimedOut | _Cancelled):
+            return Answer(Decision.NO_DECISION)  # [ACP-PERM-12], or shutdown (ACP-TR-35)
         return map_answer(tool, reply)
+
+
+_CANCELLED_LOCALLY = _Cancelled()
 
 
 def _wait(slot: Slot[Response], timeout: float) -> Response | _Cancelled | _TimedOut:
     return slot.get(timeout)
 
 
+def _seconds(timeout: float) -> str:
+    return str(int(timeout)) if timeout == int(timeout) else str(timeout)
+
+
+def _choice_result(reply: Response, choices: tuple[str, ...]) -> ToolResult:
+    """[ACP-ASK-06] acp.md Table 6-3."""
+    if reply.error is not None:
+        detail = f"{reply.error.message} ({reply.error.code})"
+        return ToolResult.fail(f"{ASK_FAILED}ACP request_permission failed: {detail}")
+    result = reply.result
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    kind = outcome.get("outcome") if isinstance(outcome, dict) else outcome
+    if kind == w.OUTCOME_CANCELLED:
+        return ToolResult.fail(ASK_DECLINED)
+    if kind != w.OUTCOME_SELECTED or not isinstance(outcome, dict):
+        shown = kind if isinstance(kind, str) else dumps(kind)
+        return ToolResult.fail(f"{ASK_FAILED}ACP returned unexpected outcome: {shown}")
+    option = outcome.get("optionId")
+    for index, choice in enumerate(choices):
+        if option == f"choice-{index}":
+            return ToolResult.ok(choice)
+    shown_option = option if isinstance(option, str) else dumps(option)
+    return ToolResult.fail(f"{ASK_FAILED}ACP returned unknown optionId: {shown_option}")
+
+
 def map_answer(tool: str, reply: Response) -> Answer:
     """[ACP-PERM-10] [ACP-PERM-14] acp.md Table 6-2."""
     result = reply.result if reply.error is None else None
     outcome = result.get("outcome") if isinstance(result, dict) else None
-    if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+    if not isinstance(outcome, dict) or outcome.get("outcome") != w.OUTCOME_SELECTED:
         return Answer(Decision.NO_DECISION)  # cancelled, malformed, error reply
     option = outcome.get("optionId")
     if option == w.OPTION_ALLOW_ONCE:

@@ -8,6 +8,7 @@ cancelled result (ACP-PROMPT-28) and the update log persisted for replay (ACP-ST
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from pathlib import Path
 
@@ -168,6 +169,37 @@ class TurnProjector:
         if diff is not None:
             update["content"] = diff
         return update
+
+    def _delivered(self, event: ToolFinished) -> None:
+        """[ACP-DELIV-09..13] embed a delivered file only after re-reading and re-hashing it;
+        uri, title and MIME come from the artifact, never from the output text."""
+        from zeroclaw_ref.tools.deliver_file import verify_delivery
+
+        artifact = event.artifact or {}
+        title = artifact.get("title")
+        update = self._tool_call_update(event.id, event.name, event.output, w.STATUS_COMPLETED)
+        update["title"] = title if isinstance(title, str) else event.name  # [ACP-UPD-10]
+        data = verify_delivery(artifact)
+        if data is None:
+            update["status"] = w.STATUS_FAILED  # [ACP-DELIV-11] text content only
+            self.emit(update)
+            return
+        resource: JSONObject = {"uri": artifact.get("uri"), "mimeType": artifact.get("mimeType")}
+        logged = dict(update)
+        content = update["content"]
+        assert isinstance(content, list)
+        # [ACP-STORE-11] the update log keeps the resource without its blob
+        logged["content"] = [
+            *content,
+            {"type": "content", "content": {"type": "resource", "resource": dict(resource)}},
+        ]
+        resource["blob"] = base64.b64encode(data).decode("ascii")
+        update["content"] = [
+            *content,
+            {"type": "content", "content": {"type": "resource", "resource": resource}},
+        ]
+        self.update_log.append(logged)
+        self._send_update(update)
 
     @staticmethod
     def _tool_call_update(call_id: str, name: str, output: str, status: str) -> JSONObject:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import ConfigSnapshot
-from zeroclaw_ref.core.clock import Clock
+from zeroclaw_ref.core.clock import Clock, rfc3339
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.scrub import clean_output
@@ -34,11 +34,14 @@ from zeroclaw_ref.engine.resolve import (
 )
 from zeroclaw_ref.engine.turn import TurnEngine
 from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Endpoint, Handler, _Deferred
+from zeroclaw_ref.store.db import StoreError
+from zeroclaw_ref.store.sessions import SessionStore
 from zeroclaw_ref.wire import acp as w
 from zeroclaw_ref.wire.errors import RpcError
 
 from .approver import AcpApprover
 from .intake import BLANK_TURN, is_blank, render_prompt, session_id_of
+from .replay import Seed, replay_updates, restore_alias, seed_history, trimmed_params
 from .session import AcpSession
 from .workspace import agent_workspace, canonical_cwd, requested_cwd
 
@@ -53,7 +56,6 @@ class ServerOptions:
     """What the front door decides per connection."""
 
     connection_agent: str | None = None  # gateway `?agent=` (ACP-NEW-06); None on stdio
-    store_open: bool = False
 
 
 class AcpServer:
@@ -66,8 +68,10 @@ class AcpServer:
         ids: IdFactory,
         clock: Clock,
         options: ServerOptions = ServerOptions(),
+        store: SessionStore | None = None,
     ) -> None:
         self.config = config
+        self.store = store  # None: no store could be opened (ACP-STORE-04)
         self.ids = ids
         self.clock = clock
         self.options = options
@@ -76,6 +80,7 @@ class AcpServer:
         self._active: dict[str, AcpSession] = {}
         self._draining: dict[str, AcpSession] = {}
         self._reserved = 0
+        self._restoring: set[str] = set()
         methods: dict[str, Handler] = {
             w.METHOD_INITIALIZE: self._initialize,
             w.METHOD_SESSION_NEW: self._session_new,
@@ -95,11 +100,11 @@ class AcpServer:
     def _initialize(self, call: Call) -> JSON:
         """[ACP-INIT-01..10] the same result for any params, any number of times."""
         capabilities: JSONObject = {
-            "loadSession": self.options.store_open,  # [ACP-INIT-04]
+            "loadSession": self.store is not None,  # [ACP-INIT-04]
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
         }
-        if self.options.store_open:
+        if self.store is not None:
             capabilities["sessionCapabilities"] = {"resume": {}, "close": {}}
         meta: JSONObject = {}
         model = next(
@@ -168,19 +173,37 @@ class AcpServer:
                 raise RpcError.session_limit_reached(maximum)
             self._reserved += 1
 
-    def _build_session(self, alias: str, workspace: Path) -> AcpSession:
-        session_id = self._fresh_id()
+    def _build_session(
+        self,
+        alias: str,
+        workspace: Path,
+        session_id: str | None = None,
+        seed: Seed | None = None,
+    ) -> AcpSession:
+        """Resolve the runtime, persist a new session (restores are already stored), publish."""
+        new = session_id is None
+        session_id = session_id or self._fresh_id()
         approver = AcpApprover(self.endpoint, session_id, self.ids, workspace, self.config)
         try:
             execution = resolve(
                 self.config,
                 alias,
                 PathRequest("acp", approver=approver, session_workspace=workspace),
-            )  # [POL-PATH-03] one execution per session
+            )  # [POL-PATH-03] [POL-PATH-06] one execution per session, empty allow list
         except ResolveError as exc:
             raise RpcError.internal_error(
                 f"Failed to create agent: {clean_output(str(exc))}"
             ) from exc  # [ACP-NEW-18]
+        if new and self.store is not None:
+            try:  # [ACP-NEW-19] [ACP-STORE-08] stored before it is published
+                self.store.insert_session(
+                    session_id, alias, str(workspace), rfc3339(self.clock.now())
+                )
+            except StoreError as exc:
+                execution.close()
+                raise RpcError.internal_error(
+                    f"Failed to persist session: {clean_output(str(exc))}"
+                ) from exc
         session = AcpSession(
             session_id,
             workspace,
@@ -190,11 +213,23 @@ class AcpServer:
             self._send_update,
             self._send_trimmed,
             self._forget,
+            history=seed.history if seed else None,
+            persist=self._persist if self.store is not None else None,
         )
+        approver.attach(session.send_out_of_band)
         with self._lock:
             self._active[session_id] = session  # [ACP-NEW-22]
         session.start()
         return session
+
+    def _persist(self, session_id: str, messages: str, updates: str, plan: str | None) -> None:
+        """[ACP-STORE-09] one transaction per completed turn, before its result is sent.
+
+        Raises:
+            StoreError: the session logs it and still answers end_turn (ACP-STORE-13).
+        """
+        assert self.store is not None
+        self.store.append_turn(session_id, messages, updates, plan, rfc3339(self.clock.now()))
 
     def _fresh_id(self) -> str:
         """[ACP-NEW-20] a UUID v4 naming no active, draining (or stored) session."""
@@ -202,6 +237,11 @@ class AcpServer:
             candidate = self.ids.new("session")
             with self._lock:
                 taken = candidate in self._active or candidate in self._draining
+            if not taken and self.store is not None:
+                try:
+                    taken = self.store.exists(candidate)
+                except StoreError:
+                    taken = False  # a store that cannot answer cannot hold the id either
             if not taken:
                 return candidate
 
@@ -245,7 +285,7 @@ class AcpServer:
     def _session_close(self, call: Call) -> JSON | _Deferred:
         """[ACP-CLOSE-01..05] cancel, deactivate, keep the record; no store: not found."""
         session_id = session_id_of(call.params)
-        if not self.options.store_open:
+        if self.store is None:
             raise RpcError.session_not_found(session_id)  # [ACP-CLOSE-02]
         with self._lock:
             running = self._active.get(session_id) or self._draining.get(session_id)
@@ -256,9 +296,63 @@ class AcpServer:
         return DEFERRED
 
     def _session_restore(self, call: Call) -> JSON:
-        """[ACP-LOAD-02] without a store every restore is `Session not found`."""
-        session_id = session_id_of(call.params)
-        raise RpcError.session_not_found(session_id)  # [ACP-STORE-04]
+        """[ACP-LOAD-01..13] [ACP-RESUME-01..03] restore a stored session; `session/load`
+        replays its update log, `session/resume` sends no update at all."""
+        session_id = session_id_of(call.params)  # (1) [ACP-LOAD-01] nothing else is read
+        if self.store is None:
+            raise RpcError.session_not_found(session_id)  # (2) [ACP-STORE-04]
+        self._reserve()  # (3) [ACP-LOAD-03] released on every later failure
+        try:
+            with self._lock:
+                busy = (
+                    session_id in self._active
+                    or session_id in self._draining
+                    or session_id in self._restoring
+                )
+                if not busy:
+                    self._restoring.add(session_id)
+            if busy:  # (4) [ACP-STOP-04]
+                raise RpcError.invalid_params(
+                    f"Session already active: {session_id}. Call session/close first."
+                )
+            try:
+                self._restore(call, session_id)
+            finally:
+                with self._lock:
+                    self._restoring.discard(session_id)
+        finally:
+            with self._lock:
+                self._reserved -= 1
+        return {}
+
+    def _restore(self, call: Call, session_id: str) -> None:
+        assert self.store is not None
+        try:
+            stored = self.store.load(session_id)
+        except StoreError as exc:  # (5)
+            raise RpcError.internal_error(f"Failed to load session: {exc}") from exc
+        if stored is None:
+            raise RpcError.session_not_found(session_id)  # (6)
+        workspace = Path(stored.workspace_dir)
+        if not workspace.is_dir():  # (7) [ACP-LOAD-05]
+            raise RpcError.internal_error(
+                f"Failed to load session: workspace directory is not available: {workspace}"
+            )
+        try:
+            alias = restore_alias(self.config, stored.agent_alias, session_id)  # (8)
+        except LookupError as exc:
+            raise RpcError.internal_error(f"Failed to create agent: {exc}") from exc
+        limit = self.config.runtime_profiles[self.config.agents[alias].runtime_profile]
+        seed = seed_history([t.messages_json for t in stored.turns], limit.max_history_messages)
+        session = self._build_session(alias, workspace.resolve(), session_id, seed)
+        if stored.plan_json is not None:
+            session.restore_plan(stored.plan_json)  # [ACP-RESUME-02] runtime state only
+        if seed.dropped_messages:
+            self._send_trimmed(trimmed_params(session_id, seed))  # [ACP-LOAD-07] first
+        if call.method == w.METHOD_SESSION_LOAD:
+            updates = [t.updates_json for t in stored.turns]
+            for update in replay_updates(updates, workspace):  # [ACP-LOAD-09..12]
+                self._send_update(session_id, update)
 
     # --- inbound session/update, session/event (acp.md §5.8) -------------------------------
 
@@ -313,18 +407,15 @@ class AcpServer:
         """[ACP-REAP-01] [ACP-REAP-02] silently drop idle sessions older than the timeout."""
         limit = self.config.acp.session_timeout_secs
         now = self.clock.now()
+        reaped: list[str] = []
         with self._lock:
-            idle = [
-                s
-                for s in self._active.values()
-                if not s.busy and (now - s.last_active).total_seconds() > limit
-            ]
-            for session in idle:
-                del self._active[session.id]
-                self._draining[session.id] = session
-        for session in idle:
-            session.drain(None, None)
-        return [s.id for s in idle]
+            for session in list(self._active.values()):
+                stale = (now - session.last_active).total_seconds() > limit
+                if stale and session.drain_if_idle():
+                    del self._active[session.id]
+                    self._draining[session.id] = session
+                    reaped.append(session.id)
+        return reaped
 
     # --- shutdown (acp.md §1.7) ------------------------------------------------------------
 

@@ -24,12 +24,14 @@ from pathlib import Path
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.clock import Clock
-from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
 from zeroclaw_ref.core.scrub import clean_output
 from zeroclaw_ref.engine.events import Cancelled, Completed, Failed, FailureKind, TurnOutcome
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
+from zeroclaw_ref.engine.history import TRIM_REASON, trim
 from zeroclaw_ref.engine.turn import TurnEngine
 from zeroclaw_ref.rpc.endpoint import Call
+from zeroclaw_ref.store.db import StoreError
 from zeroclaw_ref.wire import acp as w
 from zeroclaw_ref.wire.errors import LocalProtocolError, RpcError
 
@@ -112,6 +114,7 @@ class AcpSession:
         send_trimmed: Callable[[JSONObject], None],
         on_gone: Callable[[AcpSession], None],
         history: list[JSONObject] | None = None,
+        persist: Callable[[str, str, str, str | None], None] | None = None,
     ) -> None:
         self.id = session_id
         self.workspace = workspace
@@ -122,12 +125,14 @@ class AcpSession:
         self._send_trimmed = send_trimmed
         self._on_gone = on_gone
         self.history: list[JSONObject] = list(history or [])
+        self._persist = persist  # None without a store (ACP-STORE-04)
         self.plan: list[JSON] | None = None
         self.last_active = clock.now()
         self._state = State.IDLE
         self._lock = threading.Lock()
         self._token: CancelToken | None = None
         self._inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._projector: TurnProjector | None = None  # the running turn's, on the worker
         self._worker = threading.Thread(target=self._run, name=f"session-{session_id}", daemon=True)
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -187,6 +192,28 @@ class AcpSession:
         self._fire(Event.DRAIN)
         self._inbox.put(_Finish(call, result))
 
+    def restore_plan(self, plan_json: str) -> None:
+        """[ACP-RESUME-02] the stored plan goes into runtime state only; nothing is sent."""
+        value = loads(plan_json)
+        self.plan = value if isinstance(value, list) else None
+
+    def send_out_of_band(self, text: str) -> None:
+        """[ACP-ESC-03] [ACP-UPD-24] a message from a running tool, as an agent chunk of the
+        current turn (never part of the answer text, ACP-ESC-05); dropped outside a turn."""
+        projector = self._projector
+        if projector is not None:
+            projector.send_message(text)
+
+    def drain_if_idle(self) -> bool:
+        """Drain silently unless a turn holds the slot (checked and changed atomically, so a
+        prompt accepted at the same moment is never cut off by the reaper)."""
+        with self._lock:
+            if self._state is not State.IDLE:
+                return False
+            self._fire_locked(Event.DRAIN)
+        self._inbox.put(_Finish(None, None))
+        return True
+
     def touch(self) -> None:
         self.last_active = self._clock.now()  # [ACP-REAP-03]
 
@@ -212,6 +239,7 @@ class AcpSession:
         projector = TurnProjector(
             self.id, self.workspace, lambda u: self._send_update(self.id, u), self._send_trimmed
         )
+        self._projector = projector
         try:
             outcome: TurnOutcome = self._engine.run_turn(
                 self.execution, list(self.history), job.text, projector.on_event, job.token
@@ -219,15 +247,19 @@ class AcpSession:
         except Exception as exc:
             log.exception("turn of session %s raised", self.id)
             outcome = Failed(FailureKind.PANIC, str(exc))
+        finally:
+            self._projector = None
         if isinstance(outcome, Failed) and job.token.is_set():
             outcome = Cancelled()  # [ACP-PROMPT-29] the cancel fired before the runtime ended
         self._finish_turn(job, projector, outcome)
 
     def _finish_turn(self, job: _Turn, projector: TurnProjector, outcome: TurnOutcome) -> None:
         if isinstance(outcome, Completed):
+            self._store_turn(job, projector, outcome)
             self.history.extend(outcome.messages)
             if projector.last_plan is not None:
                 self.plan = projector.last_plan
+            self._trim_history()
             result: JSONObject = {
                 "sessionId": self.id,
                 "stopReason": w.STOP_END_TURN,
@@ -247,6 +279,43 @@ class AcpSession:
             message = failure_message(outcome)
             projector.close_open_calls(message)  # [ACP-UPD-17]
             self._end(job, lambda: job.call.fail(RpcError.internal_error(message)))
+
+    def _store_turn(self, job: _Turn, projector: TurnProjector, outcome: Completed) -> None:
+        """[ACP-STORE-09] [ACP-STORE-10] one transaction: the messages and the update log,
+        which starts with the rendered prompt; [ACP-STORE-13] a failure is logged and the
+        turn still ends normally from memory."""
+        if self._persist is None:
+            return
+        log_entries: list[JSON] = [
+            {
+                "sessionUpdate": w.UPDATE_USER_MESSAGE_CHUNK,
+                "content": {"type": "text", "text": job.text},
+            },
+            *projector.update_log,
+        ]
+        plan = dumps(projector.last_plan) if projector.last_plan is not None else None
+        try:
+            self._persist(self.id, dumps(list(outcome.messages)), dumps(log_entries), plan)
+        except StoreError as exc:
+            log.warning("failed to persist a turn of session %s: %s", self.id, exc)
+
+    def _trim_history(self) -> None:
+        """[ACP-RT-07] keep whole turns within max_history_messages and report the trim,
+        after every other update of the turn and before its result (ACP-UPD-23)."""
+        limit = self.execution.knobs.max_history_messages
+        if len(self.history) <= limit:
+            return
+        trimmed = trim(self.history, limit)
+        if trimmed.dropped:
+            self.history = list(trimmed.kept)
+            self._send_trimmed(
+                {
+                    "sessionId": self.id,
+                    "droppedMessages": trimmed.dropped,
+                    "keptTurns": trimmed.kept_turns,
+                    "reason": TRIM_REASON,
+                }
+            )
 
     def _end(self, job: _Turn, answer: Callable[[], None]) -> None:
         # [ACP-PROMPT-24] last_active on every outcome; [ACP-PROMPT-25] slot released before

@@ -22,6 +22,8 @@ from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.limits import MAX_INBOUND_LINE_BYTES, SHUTDOWN_BUDGET_SECS
 from zeroclaw_ref.rpc.reader import StopReading, read_lines
 from zeroclaw_ref.rpc.writer import Writer
+from zeroclaw_ref.store.db import StoreError
+from zeroclaw_ref.store.sessions import SessionStore
 
 from .server import AcpServer, ServerOptions
 
@@ -80,8 +82,9 @@ def serve_stdio(config: ConfigSnapshot, ids: IdFactory, clock: Clock, opts: Stdi
         stdin.stopping.set()
         signal.pthread_kill(main_ident, _WAKE)
 
+    store = open_store(config)  # [ACP-STORE-02] once, before the first message is read
     writer = Writer(_protocol_sink(), on_broken=broken)
-    server = AcpServer(config, writer.send, ids, clock, ServerOptions(store_open=False))
+    server = AcpServer(config, writer.send, ids, clock, ServerOptions(), store)
     for signum in (signal.SIGTERM, signal.SIGINT, _WAKE):
         signal.signal(signum, stdin.on_signal)
     reaper_stop = threading.Event()
@@ -103,7 +106,18 @@ def serve_stdio(config: ConfigSnapshot, ids: IdFactory, clock: Clock, opts: Stdi
     server.shutdown(SHUTDOWN_BUDGET_SECS)
     writer.close()
     reaper.join(1.0)
+    if store is not None:
+        store.close()
     return 0
+
+
+def open_store(config: ConfigSnapshot) -> SessionStore | None:
+    """[ACP-STORE-04] a store that cannot be opened leaves the server running in memory."""
+    try:
+        return SessionStore.open(config.data_dir)
+    except StoreError as exc:
+        log.warning("Failed to open ACP session store: %s", exc)
+        return None
 
 
 def _reap_loop(server: AcpServer, stop: threading.Event, interval: float) -> None:

@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument("--max-sessions", metavar="N")
     acp.add_argument("--session-timeout", metavar="SECS")
     acp.add_argument("--reaper-interval", metavar="SECS", default=str(DEFAULT_REAPER_INTERVAL_SECS))
+    # [ACP-TR-04] or exactly one of `sessions list` / `sessions delete <id>` (ACP-STORE-15/16)
+    acp.add_argument("sessions", nargs="*", metavar="sessions list | sessions delete ID")
     return parser
 
 
@@ -77,6 +79,8 @@ def _determinism(environ: Mapping[str, str]) -> tuple[Clock, IdFactory]:
 
 
 def _run_acp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    if args.sessions:
+        return _run_acp_sessions(args, environ)
     max_sessions = _int_option("--max-sessions", args.max_sessions, "max_sessions")
     timeout = _int_option("--session-timeout", args.session_timeout, "session_timeout_secs")
     try:
@@ -99,6 +103,21 @@ def _run_acp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     clock, ids = _determinism(environ)
     return serve_stdio(config, ids, clock, StdioOptions(reaper_interval=interval))
+
+
+def _run_acp_sessions(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """`acp sessions list` and `acp sessions delete <id>` (ACP-STORE-15..17)."""
+    words = list(args.sessions)
+    ok = words == ["sessions", "list"] or (len(words) == 3 and words[:2] == ["sessions", "delete"])
+    if not ok or args.max_sessions or args.session_timeout:
+        _parser().print_usage(sys.stderr)
+        print("zeroclaw_ref acp: expected `sessions list` or `sessions delete ID`", file=sys.stderr)
+        return 2  # [ACP-TR-04]
+    from zeroclaw_ref.cli.acp_sessions import run_sessions
+    from zeroclaw_ref.config.dirs import resolve_dirs
+
+    _, data_dir = resolve_dirs(args.sub_config_dir or args.config_dir, environ)
+    return run_sessions(words[1:], data_dir, sys.stdout, sys.stderr)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {

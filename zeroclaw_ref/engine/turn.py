@@ -276,7 +276,7 @@ class _Turn:
         approver = approval.approver
         if approver is None:
             return self._refused(call, runtime_denial_text(name))  # [POL-APPROVE-07]
-        answer = approver.ask(name, call.arguments, self.cancel)
+        answer = approver.approve(name, _shown(call), self.cancel)
         if answer.decision is Decision.CANCELLED or self.cancel.is_set():
             raise _Stop(Cancelled())  # [ACP-PERM-13] no update for the unasked call
         if answer.decision is Decision.ALLOW_ALWAYS:

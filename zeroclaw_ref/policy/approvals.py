@@ -41,7 +41,7 @@ class Answer:
 class Approver(Protocol):
     """Reaches an operator for one call; must return NO_DECISION rather than raise."""
 
-    def ask(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer: ...
+    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer: ...
 
 
 # [POL-APPROVE-07] the result text of a prompt nobody could answer.

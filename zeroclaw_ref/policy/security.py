@@ -42,25 +42,26 @@ def _lexically_refused(raw: str) -> str | None:
 
 
 def canonicalise(path: Path) -> Path:
-    """[POL-FS-04] [ACP-SEC-07] realpath of the deepest existing ancestor, rest appended.
+    """[POL-FS-04] [ACP-SEC-07] realpath of an existing path; for one that does not exist
+    yet, every symbolic link on the way is still resolved — including a dangling link, whose
+    target is where a write would land — and the missing components are appended.
 
     Raises:
-        OSError: the path cannot be canonicalised (a loop, a permission error).
+        OSError: the path cannot be canonicalised (a link loop, a permission error).
     """
-    missing: list[str] = []
-    current = path
-    while True:
-        try:
-            real = Path(os.path.realpath(current, strict=True))
-            break
-        except FileNotFoundError:
-            if current.parent == current:
-                raise
-            missing.append(current.name)
-            current = current.parent
-    for name in reversed(missing):
-        real = real / name
-    return real
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        pass
+    # Non-strict realpath follows every link it can, dangling ones included, and keeps the
+    # components that do not exist; a loop still surfaces as an error on the strict probe of
+    # the deepest existing ancestor.
+    resolved = Path(os.path.realpath(path))
+    ancestor = resolved
+    while not os.path.lexists(ancestor) and ancestor.parent != ancestor:
+        ancestor = ancestor.parent
+    os.path.realpath(ancestor, strict=True)
+    return resolved
 
 
 def is_within(path: Path, root: Path) -> bool:

@@ -9,6 +9,7 @@ agents only through the `DelegatePort`, both handed over in the `ToolContext`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from zeroclaw_ref.core.cancel import CancelToken
@@ -54,17 +55,26 @@ class UserChannel(Protocol):
     """The operator's channel of the execution that owns the turn (ACP-RT-08, policy.md §4.5).
 
     Implemented by the ACP back-channel (acp/approver.py) and the terminal (cli); absent in
-    interaction mode `none`. Both operations report failures as values, never by raising.
+    interaction mode `none`. Arguments arrive validated by the operator tools; each channel
+    owns its own texts and reports failures as values, never by raising.
     """
 
-    def send_message(self, text: str) -> None:
-        """Deliver an out-of-band message to the operator (acp.md §6.6)."""
-        ...
-
-    def ask_choice(
+    def ask(
         self, question: str, choices: tuple[str, ...], timeout_secs: int, cancel: CancelToken
     ) -> ToolResult:
-        """Ask `question`; succeed with the chosen text, or fail with the channel's reason."""
+        """Ask `question`; succeed with the answer text, or fail with the channel's reason."""
+        ...
+
+    def escalate(
+        self,
+        summary: str,
+        context: str | None,
+        urgency: str,
+        wait_for_response: bool,
+        timeout_secs: int | None,
+        cancel: CancelToken,
+    ) -> ToolResult:
+        """Deliver an escalation (and, where the channel can, wait for a reply)."""
         ...
 
 
@@ -77,6 +87,16 @@ class ToolContext:
     channel: UserChannel | None = None
     interaction: str = "none"  # acp_backchannel | terminal | none (policy.md §1)
     call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """What built-in tools need besides the SecurityPolicy; filled in by `resolve()`."""
+
+    agent_alias: str
+    data_dir: Path
+    shell_timeout_secs: int = 60
+    has_delegates: bool = False
 
 
 # Keys of `ToolResult.data` the engine understands (everything else is passed through).

@@ -7,11 +7,12 @@ they are implemented; until then the model's calls to them end as `Unknown tool:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import importlib
 
 from zeroclaw_ref.policy.security import SecurityPolicy
-from zeroclaw_ref.tools.base import Tool
+from zeroclaw_ref.tools.base import Tool, ToolSettings
+
+__all__ = ["CATALOGUE_ORDER", "MEMORY_TOOLS", "ToolSettings", "build_universe"]
 
 # [POL-ASSEMBLE-18] catalogue order, the order specs are offered to the model.
 CATALOGUE_ORDER: tuple[str, ...] = (
@@ -26,18 +27,17 @@ MEMORY_TOOLS: frozenset[str] = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSettings:
-    """What built-in tools need besides the SecurityPolicy; filled in by `resolve()`."""
-
-    agent_alias: str
-    data_dir: Path
-    shell_timeout_secs: int = 60
-    has_delegates: bool = False
+# The modules that contribute built-in tools, each through `tools(security, settings)`.
+# Imported when a universe is first built, so answering `initialize` loads none of them.
+TOOL_MODULES: tuple[str, ...] = ("shell", "files", "search", "deliver_file", "operator", "todo")
 
 
 def build_universe(security: SecurityPolicy, settings: ToolSettings) -> tuple[Tool, ...]:
     """[POL-TOOL-01] every built-in tool of this build, bound to `security`, in catalogue order."""
     tools: list[Tool] = []
+    for module in TOOL_MODULES:
+        tools.extend(
+            importlib.import_module(f"zeroclaw_ref.tools.{module}").tools(security, settings)
+        )
     order = {name: i for i, name in enumerate(CATALOGUE_ORDER)}
     return tuple(sorted(tools, key=lambda t: order.get(t.name, len(order))))

@@ -63,6 +63,10 @@ OPTION_REJECT_ONCE: Final = "reject-once"
 OPTION_REJECT_ALWAYS: Final = "reject-always"
 OPTION_REJECT_WITH_EDIT: Final = "reject-with-edit"
 
+# --- permission outcomes (acp.md Table 6-2) --------------------------------------------------
+OUTCOME_SELECTED: Final = "selected"
+OUTCOME_CANCELLED: Final = "cancelled"
+
 # --- agent identity (acp.md Table 2-1) ---------------------------------------------------------
 AGENT_NAME: Final = "zeroclaw-acp"
 AGENT_TITLE: Final = "ZeroClaw ACP"

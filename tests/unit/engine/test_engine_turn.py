@@ -51,7 +51,7 @@ class FakeApprover:
     decisions: list[Decision]
     asked: list[str] = field(default_factory=list)
 
-    def ask(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
+    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
         self.asked.append(tool)
         decision = self.decisions.pop(0)
         if decision is Decision.CANCELLED:

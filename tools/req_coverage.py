@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Where each requirement ID is verified: fixtures, tests and code tags (DESIGN §13).
+
+Reads the manifest `fixtures/requirements.json`, the `requirements` of every scenario header,
+every `@pytest.mark.req(...)` in `tests/`, and every `[ID]` tag in `zeroclaw_ref/`. Prints one
+line per manifest ID with its counts, then the problems: IDs cited by tests or code that the
+manifest does not define, and manifest IDs that nothing cites. Exit status 1 when there are
+problems (unless --report-only), 0 otherwise. Stdlib only.
+
+    python3 tools/req_coverage.py [--report-only] [--id PREFIX]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ID = re.compile(r"\b(?:ACP|MCP|POL|CFG|TX)-[A-Z0-9]+-\d{2,3}\b")
+TAG = re.compile(r"\[((?:ACP|MCP|POL|CFG|TX)-[A-Z0-9]+-\d{2,3})\]")
+
+
+def fixture_citations() -> dict[str, set[str]]:
+    cited: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((ROOT / "fixtures").rglob("*.jsonl")):
+        if "_support" in path.parts:
+            continue
+        header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        for req in header.get("requirements", []):
+            cited[req].add(str(path.relative_to(ROOT / "fixtures")))
+    return cited
+
+
+def test_citations() -> dict[str, set[str]]:
+    cited: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            is_req = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "req"
+            )
+            if not is_req:
+                continue
+            assert isinstance(node, ast.Call)
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    cited[arg.value].add(str(path.relative_to(ROOT)))
+    return cited
+
+
+def code_citations() -> dict[str, set[str]]:
+    cited: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((ROOT / "zeroclaw_ref").rglob("*.py")):
+        for match in TAG.finditer(path.read_text(encoding="utf-8")):
+            cited[match.group(1)].add(str(path.relative_to(ROOT)))
+    return cited
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--id", default="", help="only IDs starting with this prefix")
+    args = parser.parse_args(argv)
+    manifest = json.loads((ROOT / "fixtures" / "requirements.json").read_text(encoding="utf-8"))
+    fixtures, tests, code = fixture_citations(), test_citations(), code_citations()
+    print(f"{'ID':<18} {'fixtures':>8} {'tests':>6} {'code':>5}")
+    for rid in sorted(manifest):
+        if rid.startswith(args.id):
+            print(f"{rid:<18} {len(fixtures[rid]):>8} {len(tests[rid]):>6} {len(code[rid]):>5}")
+    problems = []
+    for source, table in (("test", tests), ("code", code)):
+        for rid in sorted(table):
+            if rid not in manifest and not rid.startswith("TX-") and rid.startswith(args.id):
+                problems.append(f"{source} cites {rid}, which the manifest does not define")
+    for rid in sorted(manifest):
+        if rid.startswith(args.id) and not (fixtures[rid] or tests[rid]):
+            problems.append(f"{rid} is in the manifest but no fixture or test cites it")
+    for line in problems:
+        print(f"problem: {line}")
+    return 1 if problems and not args.report_only else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""SQL migration scripts, one folder per database family (DESIGN §10)."""

@@ -1,0 +1,1 @@
+"""Migrations of the ACP session store (acp.md §8.2)."""

@@ -1,0 +1,323 @@
+"""The ACP session store: session rows and one row per completed turn (acp.md §8).
+
+Implements ACP-STORE-01, ACP-STORE-04, ACP-STORE-06 to ACP-STORE-09 and ACP-STORE-15 to
+ACP-STORE-17, and the reads behind ACP-LOAD-02 and ACP-LOAD-06.
+
+Design note.
+  Goals: the one write of a completed turn is atomic, and every failure is a
+  `StoreError` the caller can log and survive.
+  Plan: a `SessionStore` owns one `Database` (one connection, one lock, DESIGN §10);
+  each public method is one transaction. The store keeps the JSON text it is given and
+  never parses messages or updates: their meaning belongs to the engine and `acp/`.
+  Caveats: `acp sessions delete` may remove a row while a server still serves that
+  session; the server's next `append_turn` then fails with `StoreError` (ACP-STORE-16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zeroclaw_ref.store.db import BUSY_TIMEOUT_MS, Database, Row, SqlValue, StoreError
+
+# [ACP-STORE-01] `<data dir>/sessions/acp-sessions.db`
+SESSIONS_DIR = "sessions"
+STORE_FILE = "acp-sessions.db"
+SCHEMA_FAMILY = "acp"
+
+# Design: the columns this module reads or writes; a file whose tables lack one of them
+# (another version's layout) fails at open, not at the first completed turn.
+_REQUIRED_COLUMNS = {
+    "acp_sessions": (
+        "id",
+        "session_uuid",
+        "agent_alias",
+        "workspace_dir",
+        "created_at",
+        "last_activity",
+        "plan_json",
+    ),
+    "acp_turns": ("session_id", "turn_index", "messages_json", "updates_json", "created_at"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One completed turn as stored: its ConversationMessages and its update log (JSON text)."""
+
+    turn_index: int
+    messages_json: str
+    updates_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session row with its turns in `turn_index` order."""
+
+    session_id: str
+    agent_alias: str
+    workspace_dir: str
+    plan_json: str | None
+    turns: list[StoredTurn]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One line of `acp sessions list` (ACP-STORE-15)."""
+
+    session_id: str
+    agent_alias: str
+    workspace_dir: str
+    last_activity: str
+
+
+def store_path(data_dir: Path) -> Path:
+    """Where the session store lives under a data dir (ACP-STORE-01)."""
+    return data_dir / SESSIONS_DIR / STORE_FILE
+
+
+def _text(value: SqlValue, column: str) -> str:
+    if not isinstance(value, str):
+        raise StoreError(f"unexpected value in column {column}: {type(value).__name__}")
+    return value
+
+
+def _integer(value: SqlValue, column: str) -> int:
+    if not isinstance(value, int):
+        raise StoreError(f"unexpected value in column {column}: {type(value).__name__}")
+    return value
+
+
+class SessionStore:
+    """Session rows and turn rows over one `Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        trace: Callable[[str], None] | None = None,
+    ) -> SessionStore:
+        """Open the store, creating its directory, file and tables when missing.
+
+        Raises:
+            StoreError: when the directory or file cannot be created or opened, the file
+                is not a database, or the schema cannot be created (ACP-STORE-04); the
+                caller runs without a store. An existing file is never removed or rewritten.
+        """
+        folder = data_dir / SESSIONS_DIR
+        try:
+            # [ACP-STORE-01] created when missing; 0700 keeps transcripts private.
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+        return cls._connect(store_path(data_dir), True, busy_timeout_ms, trace)
+
+    @classmethod
+    def open_existing(
+        cls,
+        data_dir: Path,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        trace: Callable[[str], None] | None = None,
+    ) -> SessionStore | None:
+        """Open the store for inspection; None when the file does not exist (ACP-STORE-17).
+
+        Neither the directory nor the file is ever created.
+
+        Raises:
+            StoreError: when the file exists but cannot be opened or is not a database.
+        """
+        path = store_path(data_dir)
+        try:
+            path.stat()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            # Design: only a missing file reads as "empty"; `sessions` being a regular file
+            # or an unreadable directory is a store that cannot be opened.
+            raise StoreError(f"{path}: {exc.strerror or exc}") from exc
+        return cls._connect(path, False, busy_timeout_ms, trace)
+
+    @classmethod
+    def _connect(
+        cls,
+        path: Path,
+        create: bool,
+        busy_timeout_ms: int,
+        trace: Callable[[str], None] | None,
+    ) -> SessionStore:
+        db = Database(path, create=create, busy_timeout_ms=busy_timeout_ms, trace=trace)
+        try:
+            db.migrate(SCHEMA_FAMILY)
+            _check_columns(db)
+        except StoreError:
+            db.close()
+            raise
+        return cls(db)
+
+    def close(self) -> None:
+        """Close the underlying connection."""
+        self.db.close()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def insert_session(
+        self, session_id: str, agent_alias: str, workspace_dir: str, now: str
+    ) -> None:
+        """Insert a new session row; `created_at` and `last_activity` are `now` (ACP-STORE-08).
+
+        Raises:
+            StoreError: when the row cannot be written (`session/new` then fails, ACP-NEW-19).
+        """
+        with self.db.atomic():
+            self.db.execute(
+                "INSERT INTO acp_sessions "
+                "(session_uuid, agent_alias, workspace_dir, created_at, last_activity) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, agent_alias, workspace_dir, now, now),
+            )
+
+    def append_turn(
+        self,
+        session_id: str,
+        messages_json: str,
+        updates_json: str,
+        plan_json: str | None,
+        now: str,
+    ) -> int:
+        """Store one completed turn in one transaction and return its `turn_index`.
+
+        `plan_json` is the turn's last plan, or None when the turn emitted none; `[]`
+        records a cleared plan.
+
+        Raises:
+            StoreError: when anything fails, including a session row deleted meanwhile;
+                nothing of the turn is kept (the caller logs a WARN, ACP-STORE-13).
+        """
+        # [ACP-STORE-09] insert the turn row, set plan_json and last_activity — one transaction
+        with self.db.atomic():
+            key = self._row_id(session_id)
+            row = self.db.query_one(
+                "SELECT COALESCE(MAX(turn_index) + 1, 0) FROM acp_turns WHERE session_id = ?",
+                (key,),
+            )
+            turn_index = _integer(row[0] if row else None, "turn_index")
+            self.db.execute(
+                "INSERT INTO acp_turns "
+                "(session_id, turn_index, messages_json, updates_json, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key, turn_index, messages_json, updates_json, now),
+            )
+            if plan_json is None:
+                self.db.execute(
+                    "UPDATE acp_sessions SET last_activity = ? WHERE id = ?", (now, key)
+                )
+            else:
+                self.db.execute(
+                    "UPDATE acp_sessions SET plan_json = ?, last_activity = ? WHERE id = ?",
+                    (plan_json, now, key),
+                )
+        return turn_index
+
+    def delete(self, session_id: str) -> bool:
+        """Delete a session row and, by cascade, its turns; False when no row has that id.
+
+        Raises:
+            StoreError: when the delete fails.
+        """
+        # [ACP-STORE-16] the foreign key's ON DELETE CASCADE removes the acp_turns rows
+        with self.db.atomic():
+            return (
+                self.db.execute("DELETE FROM acp_sessions WHERE session_uuid = ?", (session_id,))
+                > 0
+            )
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def exists(self, session_id: str) -> bool:
+        """Whether a session row has that id.
+
+        Raises:
+            StoreError: when the read fails.
+        """
+        row = self.db.query_one("SELECT 1 FROM acp_sessions WHERE session_uuid = ?", (session_id,))
+        return row is not None
+
+    def load(self, session_id: str) -> StoredSession | None:
+        """The stored session with its turns in `turn_index` order; None when no row.
+
+        Raises:
+            StoreError: when the read fails or a value has an unexpected type (the caller
+                answers `Failed to load session: <detail>`, ACP-LOAD-02 step 5).
+        """
+        with self.db.reading():
+            head = self.db.query_one(
+                "SELECT id, agent_alias, workspace_dir, plan_json "
+                "FROM acp_sessions WHERE session_uuid = ?",
+                (session_id,),
+            )
+            if head is None:
+                return None
+            rows = self.db.query(
+                "SELECT turn_index, messages_json, updates_json FROM acp_turns "
+                "WHERE session_id = ? ORDER BY turn_index",
+                (head[0],),
+            )
+        plan = head[3]
+        return StoredSession(
+            session_id=session_id,
+            agent_alias=_text(head[1], "agent_alias"),
+            workspace_dir=_text(head[2], "workspace_dir"),
+            plan_json=None if plan is None else _text(plan, "plan_json"),
+            turns=[_turn(row) for row in rows],
+        )
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Every session, newest `last_activity` first, ties by ascending id (ACP-STORE-15).
+
+        Raises:
+            StoreError: when the read fails.
+        """
+        rows = self.db.query(
+            "SELECT session_uuid, agent_alias, workspace_dir, last_activity FROM acp_sessions "
+            "ORDER BY last_activity DESC, session_uuid ASC"
+        )
+        return [
+            SessionRow(
+                session_id=_text(row[0], "session_uuid"),
+                agent_alias=_text(row[1], "agent_alias"),
+                workspace_dir=_text(row[2], "workspace_dir"),
+                last_activity=_text(row[3], "last_activity"),
+            )
+            for row in rows
+        ]
+
+    def _row_id(self, session_id: str) -> int:
+        row = self.db.query_one("SELECT id FROM acp_sessions WHERE session_uuid = ?", (session_id,))
+        if row is None:
+            # `acp sessions delete` removed it while the session ran (ACP-STORE-16).
+            raise StoreError(f"session {session_id} is no longer in the store")
+        return _integer(row[0], "id")
+
+
+def _turn(row: Row) -> StoredTurn:
+    return StoredTurn(
+        turn_index=_integer(row[0], "turn_index"),
+        messages_json=_text(row[1], "messages_json"),
+        updates_json=_text(row[2], "updates_json"),
+    )
+
+
+def _check_columns(db: Database) -> None:
+    """Fail at open when a table lacks a column this module uses (ACP-STORE-04, ACP-STORE-07)."""
+    for table, columns in _REQUIRED_COLUMNS.items():
+        present = {row[1] for row in db.query(f"PRAGMA table_info({table})")}
+        missing = [column for column in columns if column not in present]
+        if missing:
+            raise StoreError(f"table {table} lacks column(s) {', '.join(missing)}")

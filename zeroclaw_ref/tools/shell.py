@@ -1,0 +1,222 @@
+"""The `shell` tool: one policy-checked command in the workspace (policy.md §4.3).
+
+Goals: nothing is spawned before the command policy (POL-SHELL-02…07) and the path scan
+(POL-SHELL-08) have passed; the child cannot outlive its timeout or its turn's cancellation
+(DESIGN §7.6); memory stays bounded whatever the child prints. Plan: the child runs in its own
+session (so its own process group) with a scrubbed environment; two reader threads keep at
+most 1 MiB of each stream and drain the rest; the cancel token's callback and the timeout both
+kill the whole group. Caveat: the path scan is a lexical barrier over the command's words, not
+a sandbox — an allowed interpreter running a workspace script can still read what the OS lets
+it; an OS-level sandbox may add that second barrier (POL-SHELL-08).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO
+
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.policy import shell_rules
+from zeroclaw_ref.policy.security import PathRefusal, SecurityPolicy, canonicalise
+from zeroclaw_ref.tools.base import Tool, ToolContext, ToolResult, argument, missing
+from zeroclaw_ref.tools.catalogue import ToolSettings
+
+CAPTURE_LIMIT = 1048576  # [POL-SHELL-11]
+STDOUT_MARKER = "\n... [output truncated at 1MB]"
+STDERR_MARKER = "\n... [stderr truncated at 1MB]"
+# [POL-SHELL-09] the only inherited variables, besides shell_env_passthrough.
+BASE_ENV: tuple[str, ...] = (
+    "PATH", "HOME", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "USER", "SHELL", "TMPDIR",
+)  # fmt: skip
+# Design: a glob matching more than this many names is refused rather than checked name by name.
+GLOB_LIMIT = 1000
+_CHUNK = 65536
+# Design: no spec text exists for a cancelled call; the engine reports the cancelled turn itself.
+CANCELLED_TEXT = "Command cancelled"
+
+
+class _Capture:
+    """Reads one stream to its end on a thread, keeping only the first CAPTURE_LIMIT bytes."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.data = bytearray()
+        self.truncated = False
+        self._stream = stream
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        with self._stream:
+            while chunk := os.read(self._stream.fileno(), _CHUNK):
+                room = CAPTURE_LIMIT - len(self.data)
+                if len(chunk) > room:
+                    self.truncated = True
+                self.data += chunk[: max(room, 0)]
+
+    def text(self, marker: str) -> str:
+        decoded = bytes(self.data).decode("utf-8", errors="replace")
+        return decoded + marker if self.truncated else decoded
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the child's whole process group; a group already gone is not an error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _environment(passthrough: tuple[str, ...]) -> dict[str, str]:
+    """[POL-SHELL-09] the child's environment: the fixed names plus passthrough, when set."""
+    # Design: reading os.environ here is the one exception to "environment only in config/":
+    # POL-SHELL-09 defines the child's environment as a filtered copy of the process's.
+    return {n: os.environ[n] for n in (*BASE_ENV, *passthrough) if n in os.environ}
+
+
+class ShellTool:
+    """The `shell` tool bound to one execution's SecurityPolicy."""
+
+    name = "shell"
+    description = "Run a shell command in the workspace directory and return its output."
+    act = True
+
+    def __init__(self, security: SecurityPolicy, settings: ToolSettings) -> None:
+        self.security = security
+        self.settings = settings
+
+    @property
+    def parameters(self) -> JSONObject:
+        # [POL-APPROVE-12] `approved` is injected by the runtime and never offered to the model.
+        return {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line to run."}
+            },
+            "required": ["command"],
+        }
+
+    def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
+        """[POL-SHELL-01] validate, then run; every refusal is a failed result."""
+        command = argument(arguments, "command")
+        if not isinstance(command, str):
+            return missing("command")  # [POL-TOOL-04]
+        approved = argument(arguments, "approved") is True
+        refusal = shell_rules.command_refusal(command, self.security, approved)
+        if refusal is None:
+            refusal = self.path_refusal(command)
+        if refusal is not None:
+            return ToolResult.fail(refusal)
+        if context.cancel.is_set():
+            return ToolResult.fail(CANCELLED_TEXT)
+        return self._run(command, context)
+
+    def path_refusal(self, command: str) -> str | None:
+        """[POL-SHELL-08] the refusal for the first path-like token that fails the read check."""
+        tokens = shell_rules.path_tokens(command, self._through_link)
+        return shell_rules.path_refusal(tokens, self._allows)
+
+    def _through_link(self, token: str) -> bool:
+        """A relative name whose existing part goes through a symbolic link (POL-SHELL-08)."""
+        # Design: the spec names existing entries; a not-yet-existing name under a linked
+        # directory (`touch dir-out/new`) would write outside too, so its existing ancestor
+        # decides.
+        if "\x00" in token:
+            return True
+        try:
+            real_ws = Path(os.path.realpath(self.security.workspace_dir))
+            lexical = Path(os.path.normpath(real_ws / token))
+            # The non-strict realpath also follows a dangling link, which canonicalise keeps.
+            loose = Path(os.path.realpath(self.security.workspace_dir / token))
+            return canonicalise(self.security.workspace_dir / token) != lexical or loose != lexical
+        except (OSError, ValueError):
+            return True
+
+    def _allows(self, token: shell_rules.PathToken) -> bool:
+        if not self._readable(token.text):
+            return False
+        if not token.glob:
+            return True
+        # Design: the shell expands globs after this check; every name it could produce must
+        # pass too, or `cat l*` would read through a link the token never named.
+        pattern = str(_expanded(token.text))
+        root = None if pattern.startswith("/") else self.security.workspace_dir
+        try:
+            # Path.glob cannot take an absolute pattern, hence glob.iglob.
+            found = glob.iglob(pattern, root_dir=root)  # noqa: PTH207
+            matches = list(itertools.islice(found, GLOB_LIMIT + 1))
+        except (OSError, ValueError):
+            return False
+        return len(matches) <= GLOB_LIMIT and all(self._readable(m) for m in matches)
+
+    def _readable(self, text: str) -> bool:
+        """The §4.2 read check, repeated on the non-strict realpath so that a dangling link
+        (which the strict canonicalisation leaves unresolved) cannot point outside either."""
+        checked = self.security.check_path(text)
+        if isinstance(checked, PathRefusal):
+            return False
+        loose = Path(os.path.realpath(self.security.workspace_dir / _expanded(text)))
+        return not isinstance(self.security.decide(loose, text), PathRefusal)
+
+    def _run(self, command: str, context: ToolContext) -> ToolResult:
+        """[POL-SHELL-09…13] spawn, wait under the timeout and the cancel token, report."""
+        try:
+            process = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=self.security.workspace_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_environment(self.security.shell_env_passthrough),
+                start_new_session=True,  # its own process group, killed as one [DESIGN §7.6]
+            )
+        except OSError as exc:
+            return ToolResult.fail(f"Failed to spawn command: {exc}")  # [POL-SHELL-13]
+        assert process.stdout is not None and process.stderr is not None
+        out, err = _Capture(process.stdout), _Capture(process.stderr)
+        unregister = context.cancel.add_callback(lambda: _kill_group(process))
+        timeout = self.settings.shell_timeout_secs
+        try:
+            process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            unregister()
+        # Kill the group even after a normal exit: a backgrounded grandchild holding the pipes
+        # open would otherwise keep the readers (and this turn) waiting.
+        _kill_group(process)
+        process.wait()
+        out.thread.join()
+        err.thread.join()
+        if timed_out:
+            return ToolResult.fail(f"Command timed out after {timeout}s and was killed")
+        if context.cancel.is_set():
+            return ToolResult.fail(CANCELLED_TEXT)
+        return _result(process.returncode, out.text(STDOUT_MARKER), err.text(STDERR_MARKER))
+
+
+def _expanded(text: str) -> Path:
+    """`~` expanded as the path check does it (POL-FS-03)."""
+    return Path(text).expanduser() if text.startswith("~") else Path(text)
+
+
+def _result(code: int, stdout: str, stderr: str) -> ToolResult:
+    """[POL-SHELL-12] both streams reach the model, on success and on failure."""
+    if code == 0:
+        return ToolResult.ok(stdout + (f"\n[stderr]\n{stderr}" if stderr else ""))
+    error = f"Command exited with status {code}"
+    if stdout:
+        error += f"\nstdout:\n{stdout}"
+    if stderr:
+        error += f"\nstderr:\n{stderr}"
+    return ToolResult.fail(error)
+
+
+def tools(security: SecurityPolicy, settings: ToolSettings) -> list[Tool]:
+    """The tools this module contributes to the built-in universe."""
+    return [ShellTool(security, settings)]
