@@ -18,7 +18,7 @@ from zeroclaw_ref.core.cancel import CancelToken, Slot, _Cancelled, _TimedOut
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.limits import MAX_REPLACEMENT_BYTES
-from zeroclaw_ref.policy.approvals import Answer, Decision
+from zeroclaw_ref.policy.approvals import RUNTIME_FLAGS, Answer, Decision, summarize_arguments
 from zeroclaw_ref.rpc.endpoint import Endpoint
 from zeroclaw_ref.tools.base import ToolResult
 from zeroclaw_ref.wire import acp as w
@@ -51,47 +51,17 @@ ESCALATION_PREFIX = {
 
 log = logging.getLogger(__name__)
 
-# [ACP-PERM-09] Table 6-1 rule 6
-_SENSITIVE = (
-    "secret", "password", "passwd", "token", "api_key", "api-key", "apikey", "auth", "bearer",
-    "private_key", "private-key", "privatekey", "credential",
-)  # fmt: skip
-_RUNTIME_FLAGS = frozenset({"approved"})
-_ELLIPSIS = "…"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + _ELLIPSIS
-
-
 def summarize(tool: str, arguments: JSON) -> str:
-    """[ACP-PERM-09] [POL-APPROVE-16] the argument summary shown to the operator."""
-    if (
-        tool == "shell"
-        and isinstance(arguments, dict)
-        and isinstance(arguments.get("command"), str)
-    ):
-        command = arguments["command"]
-        assert isinstance(command, str)
-        return command  # rule 1: verbatim, untruncated
-    if not isinstance(arguments, dict):
-        return _cut(dumps(arguments), 120)  # rule 2
-    keys = sorted(k for k in arguments if k not in _RUNTIME_FLAGS)
-    if not keys:
-        return "(no arguments)"  # rule 3
-    if "path" in keys:
-        keys.remove("path")
-        keys.insert(0, "path")
-    pairs = []
-    for key in keys:
-        value = arguments[key]
-        if any(marker in key.lower() for marker in _SENSITIVE):
-            shown = "[redacted]"  # rule 6 wins over rule 5
-        else:
-            shown = _cut(value if isinstance(value, str) else dumps(value), 80)
-        pairs.append(f"{key}: {shown}")
-    return ", ".join(pairs)  # rule 4
+    """[ACP-PERM-09] Table 6-1: a shell command verbatim, otherwise the shared argument
+    summary (POL-APPROVE-16) without the runtime's own `approved` flag."""
+    if tool == "shell" and isinstance(arguments, dict):
+        command = arguments.get("command")
+        if isinstance(command, str):
+            return command  # rule 1: verbatim, untruncated
+    return summarize_arguments(arguments, skip=RUNTIME_FLAGS)
 
 
 def sanitize_replacement(value: JSON) -> str:

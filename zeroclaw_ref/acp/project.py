@@ -132,9 +132,13 @@ class TurnProjector:
             self.emit(self._tool_call(event))
         elif isinstance(event, ToolFinished):
             self.open_calls.pop(event.id, None)
-            self.emit(
-                self._tool_call_update(event.id, event.name, event.output, w.STATUS_COMPLETED)
-            )
+            if event.artifact is not None:
+                self._delivered(event)  # [ACP-DELIV-09..13]
+            else:
+                update = self._tool_call_update(
+                    event.id, event.name, event.output, w.STATUS_COMPLETED
+                )
+                self.emit(update)
         elif isinstance(event, PlanUpdated):
             self.last_plan = list(event.entries)
             self.emit({"sessionUpdate": w.UPDATE_PLAN, "entries": list(event.entries)})

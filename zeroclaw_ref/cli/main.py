@@ -45,8 +45,17 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument("--max-sessions", metavar="N")
     acp.add_argument("--session-timeout", metavar="SECS")
     acp.add_argument("--reaper-interval", metavar="SECS", default=str(DEFAULT_REAPER_INTERVAL_SECS))
+    agent = commands.add_parser("agent", help="run agent turns from the command line (cli-run)")
+    agent.add_argument("--config-dir", dest="sub_config_dir", metavar="DIR")
+    agent.add_argument("--agent", dest="agent_alias", metavar="ALIAS")
+    agent.add_argument("-m", "--message", metavar="TEXT")
+    agent.add_argument("--non-interactive", action="store_true")
     # [ACP-TR-04] or exactly one of `sessions list` / `sessions delete <id>` (ACP-STORE-15/16)
     acp.add_argument("sessions", nargs="*", metavar="sessions list | sessions delete ID")
+    cron = commands.add_parser("cron", help="list scheduled jobs, run the due ones, or run daemon")
+    cron.add_argument("--config-dir", dest="sub_config_dir", metavar="DIR")
+    cron.add_argument("action", choices=("list", "run-due", "daemon"))
+    cron.add_argument("--agent", metavar="ALIAS")
     return parser
 
 
@@ -120,8 +129,31 @@ def _run_acp_sessions(args: argparse.Namespace, environ: Mapping[str, str]) -> i
     return run_sessions(words[1:], data_dir, sys.stdout, sys.stderr)
 
 
+def _run_agent(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """[POL-PATH-14..16] the cli-run front door."""
+    config = _load(args.sub_config_dir or args.config_dir, environ)
+    from zeroclaw_ref.cli.agent import run_agent
+
+    return run_agent(config, args.agent_alias, args.message, args.non_interactive)
+
+
+def _run_cron(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """`cron list | run-due | daemon` (POL-PATH-18)."""
+    if args.agent is not None and args.action == "daemon":
+        _parser().print_usage(sys.stderr)
+        print("zeroclaw_ref cron: --agent applies to list and run-due only", file=sys.stderr)
+        return 2
+    config = _load(args.sub_config_dir or args.config_dir, environ)
+    from zeroclaw_ref.cli.cron_cmd import run_cron
+
+    clock, ids = _determinism(environ)
+    return run_cron(args.action, args.agent, config, clock, ids, sys.stdout, sys.stderr)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
     "acp": _run_acp,
+    "agent": _run_agent,
+    "cron": _run_cron,
 }
 
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 from zeroclaw_ref.config.model import ToolFilterGroup
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.engine.registry import ScopedAssembly, ScopedToolRegistry
 from zeroclaw_ref.policy.approvals import ApprovalManager
 from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.base import ModelProvider
+from zeroclaw_ref.tools.skills import LoadedSkill
 
 _SEAL_MESSAGE = "ResolvedAgentExecution can only be created by resolve()"
 _state = threading.local()
@@ -35,6 +37,18 @@ def _minting() -> Iterator[None]:
         yield
     finally:
         _state.open = False
+
+
+def _sorted(values: Iterable[str]) -> list[JSON]:
+    return [v for v in sorted(values)]
+
+
+def _listed(values: Iterable[str]) -> list[JSON]:
+    return [v for v in values]
+
+
+def _sorted_or_none(values: Iterable[str] | None) -> JSON:
+    return None if values is None else _sorted(values)
 
 
 def is_minted(value: object) -> bool:
@@ -72,6 +86,7 @@ class ResolvedRuntimeKnobs:
     max_delegation_depth: int
     excluded_tools: frozenset[str]
     tool_filter_groups: tuple[ToolFilterGroup, ...]
+    auto_memory: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +109,7 @@ class ResolvedLineage:
     parent_run_id: str | None
     depth: int
     surface: str
+    run_id: str = ""  # this execution's own run id (POL-MEM-09, POL-DELEG-08)
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -108,7 +124,7 @@ class ResolvedAgentExecution:
     knobs: ResolvedRuntimeKnobs
     security: SecurityPolicy
     mcp: ResolvedMcpScope
-    skills: tuple[str, ...]
+    skills: tuple[LoadedSkill, ...]
     memory: ResolvedMemory
     lineage: ResolvedLineage
 
@@ -126,6 +142,72 @@ class ResolvedAgentExecution:
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(_SEAL_MESSAGE)
+
+    def snapshot(self) -> JSONObject:
+        """[POL-RESOLVE-16] every resolved setting as flat JSON keys, lists sorted unless their
+        order is the point (registry order, grant order)."""
+        assembly, io, sec, knobs = self.assembly, self.io, self.security, self.knobs
+        origin = io.tools.origin
+        allowed = sec.allowed_tools
+        return {
+            "tools.names": _listed(io.tools.names),
+            "tools.builtin": _sorted(origin.builtin),
+            "tools.peripheral": _sorted(origin.peripheral),
+            "tools.capability": _sorted(origin.capability),
+            "tools.mcp": _sorted(origin.mcp),
+            "tools.skill": _sorted(origin.skill),
+            "tools.mcp_deferred": [],
+            "tools.tool_search": "tool_search" in io.tools.names,
+            "prompt.system": io.system_prompt,
+            "prompt.deferred_section": io.deferred_section,
+            "prompt.pinned_section": io.pinned_section,
+            "access.allowed_tools": _sorted_or_none(allowed),
+            "access.excluded_tools": _sorted(sec.excluded_tools),
+            "access.caller_allowed": _sorted_or_none(assembly.caller_allowed),
+            "mcp.connected": self.mcp.connected,
+            "mcp.granted_servers": _listed(self.mcp.granted_servers),
+            "mcp.mode": self.mcp.mode,
+            "approval.level": io.approval.level,
+            "approval.auto_approve": _sorted(io.approval.auto_approve),
+            "approval.always_ask": _sorted(io.approval.always_ask),
+            "approval.interaction": io.interaction,
+            "approval.session_allowlist": _listed(io.approval.session_allowlist),
+            "security.workspace_dir": str(sec.workspace_dir),
+            "security.allowed_roots": _sorted(str(r) for r in sec.allowed_roots),
+            "security.workspace_only": sec.workspace_only,
+            "security.forbidden_paths": _sorted(sec.forbidden_paths),
+            "security.allowed_commands": _sorted(sec.allowed_commands),
+            "security.require_approval_for_medium_risk": sec.require_approval_for_medium_risk,
+            "security.block_high_risk_commands": sec.block_high_risk_commands,
+            "security.shell_env_passthrough": _sorted(sec.shell_env_passthrough),
+            "knobs.max_tool_iterations": knobs.max_tool_iterations,
+            "knobs.max_history_messages": knobs.max_history_messages,
+            "knobs.max_tool_result_chars": knobs.max_tool_result_chars,
+            "knobs.parallel_tools": knobs.parallel_tools,
+            "knobs.shell_timeout_secs": knobs.shell_timeout_secs,
+            "knobs.max_delegation_depth": knobs.max_delegation_depth,
+            "knobs.tool_filter_groups": [
+                {"mode": g.mode, "tools": _listed(g.tools), "keywords": _listed(g.keywords)}
+                for g in knobs.tool_filter_groups
+            ],
+            "model.provider": self.model.provider_name,
+            "model.kind": self.model.provider_kind,
+            "model.model": self.model.model,
+            "model.temperature": self.model.temperature,
+            "memory.enabled": self.memory.enabled,
+            "memory.store": None if self.memory.store_path is None else str(self.memory.store_path),
+            "skills.loaded": _sorted(s.name for s in self.skills),
+            "lineage.executing_agent": self.lineage.executing_agent,
+            "lineage.parent_agent": self.lineage.parent_agent,
+            "lineage.depth": self.lineage.depth,
+            "lineage.surface": self.lineage.surface,
+            "assembly.caller_allowed": _sorted_or_none(assembly.caller_allowed),
+            "assembly.connect_mcp": assembly.connect_mcp,
+            "assembly.connect_peripherals": assembly.connect_peripherals,
+            "assembly.exclude_memory": assembly.exclude_memory,
+            "assembly.acp_delivery": assembly.acp_delivery,
+            "assembly.list_deferred_mcp_specs": assembly.list_deferred_mcp_specs,
+        }
 
     def close(self) -> None:
         """[POL-RESOLVE-15] close MCP connections opened for this execution (idempotent).

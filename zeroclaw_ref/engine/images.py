@@ -133,12 +133,13 @@ def _read_upload(path: str, uploads: Path) -> tuple[str, bytes | None]:
         return f"cannot be opened: {exc.strerror}", None
     finally:
         os.close(dir_fd)
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BLOB_BYTES:
+        os.close(fd)
         if not stat.S_ISREG(info.st_mode):
             return "not a regular file", None
-        if info.st_size > MAX_BLOB_BYTES:
-            return f"larger than {MAX_BLOB_BYTES} bytes", None
+        return f"larger than {MAX_BLOB_BYTES} bytes", None
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_BLOB_BYTES + 1)
     if len(data) > MAX_BLOB_BYTES:  # grew after the check
         return f"larger than {MAX_BLOB_BYTES} bytes", None

@@ -4,9 +4,8 @@ Goals: the registry cannot be built, extended or copied any other way (POL-ASSEM
 every switch of `ScopedAssembly` can only narrow what the policy grants (POL-ASSEMBLE-04).
 
 Plan: the six steps of POL-ASSEMBLE-03 run in order over plain tuples; the decisions come from
-`policy/`, this module only applies them. Steps whose surfaces are not built yet (peripherals,
-MCP, skills) are present as steps that contribute nothing, so adding a surface fills a step
-instead of adding a path around the seam.
+`policy/`, this module only applies them. The MCP step contributes nothing until the MCP
+client lands, so adding that surface fills a step instead of adding a path around the seam.
 """
 
 from __future__ import annotations
@@ -17,9 +16,11 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from zeroclaw_ref.config.model import ConfigSnapshot
+from zeroclaw_ref.policy.access import ToolAccessPolicy
 from zeroclaw_ref.policy.security import SecurityPolicy
-from zeroclaw_ref.tools.base import Tool
+from zeroclaw_ref.tools.base import Tool, ToolSettings
 from zeroclaw_ref.tools.catalogue import MEMORY_TOOLS
+from zeroclaw_ref.tools.skills import LoadedSkill
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,8 @@ class ScopedAssembly:
     config: ConfigSnapshot
     security: SecurityPolicy
     universe: tuple[Tool, ...]
-    skills: tuple[str, ...] = ()
+    settings: ToolSettings
+    skills: tuple[LoadedSkill, ...] = ()
     caller_allowed: frozenset[str] | None = None
     connect_mcp: bool = True
     connect_peripherals: bool = True
@@ -104,8 +106,12 @@ class ScopedToolRegistry:
     def assemble(cls, spec: ScopedAssembly) -> ScopedToolRegistry:
         """Apply the six steps of POL-ASSEMBLE-03 in order and mint the registry."""
         security = spec.security
-        # Step 1 [POL-ASSEMBLE-05]: peripherals (no board support in this build yet).
+        # Step 1 [POL-ASSEMBLE-05]: no serial device is touched unless the path connects them.
         peripherals: tuple[Tool, ...] = ()
+        if spec.connect_peripherals and spec.config.peripherals.enabled:
+            from zeroclaw_ref.tools import peripherals as boards
+
+            peripherals = boards.peripheral_tools(spec.config.peripherals)
         # Step 2 [POL-ASSEMBLE-06]: the built-in filter, with the strict caller list.
         kept = tuple(
             t
@@ -120,16 +126,44 @@ class ScopedToolRegistry:
             if not (spec.exclude_memory and t.name in MEMORY_TOOLS)
             and not (not spec.acp_delivery and t.name == "deliver_file")
         )
-        # Step 4 [POL-ASSEMBLE-08]: MCP (the client lands with the MCP issue; nothing granted
-        # can be connected yet, so the step contributes no tools, pins or stubs).
-        # Step 5 [POL-ASSEMBLE-15]: skills (none loaded in this build).
+        # Step 4 [POL-ASSEMBLE-08]: MCP. The access policy is built even when the step does
+        # not run, because skills pass the same policy (POL-ASSEMBLE-15). The MCP client
+        # lands with the MCP issue: until then no granted server is contacted.
+        access = ToolAccessPolicy(
+            security.allowed_tools, security.excluded_tools, spec.caller_allowed
+        )
+        # Step 5 [POL-ASSEMBLE-15]: skill tools, admitted by the access policy; a name that is
+        # already taken keeps its first owner (POL-ASSEMBLE-14).
+        taken = {t.name for t in kept}
+        skill_tools: list[Tool] = []
+        if spec.skills:
+            from zeroclaw_ref.tools.skills import skill_tools as build_skill_tools
+
+            for skill in sorted(spec.skills, key=lambda s: s.name):
+                for tool in build_skill_tools(skill, security, spec.settings):
+                    if not access.is_tool_allowed(tool.name):
+                        continue
+                    if tool.name in taken:
+                        log.warning("skill tool %s clashes with an existing tool", tool.name)
+                        continue
+                    taken.add(tool.name)
+                    skill_tools.append(tool)
+        everything = kept + tuple(skill_tools)
         # Step 6 [POL-ASSEMBLE-16]: the final excluded_tools subtraction over everything.
-        kept = tuple(t for t in kept if t.name not in security.excluded_tools)
-        builtin = tuple(t.name for t in kept)
+        final = tuple(t for t in everything if t.name not in security.excluded_tools)
+        peripheral_names = {t.name for t in peripherals}
+        skill_names = {t.name for t in skill_tools}
+        origin = ToolOrigin(
+            builtin=tuple(t.name for t in final if t.name not in peripheral_names | skill_names),
+            peripheral=tuple(t.name for t in final if t.name in peripheral_names),
+            skill=tuple(t.name for t in final if t.name in skill_names),
+        )
         log.info(
-            "assembled agent=%s path=%s builtin=%d peripheral=0 mcp=0 capability=0 skill=0",
+            "assembled agent=%s path=%s builtin=%d peripheral=%d mcp=0 capability=0 skill=%d",
             spec.agent_alias,
             spec.path,
-            len(builtin),
+            len(origin.builtin),
+            len(origin.peripheral),
+            len(origin.skill),
         )  # [POL-ASSEMBLE-20]
-        return cls(_TOKEN, kept, ToolOrigin(builtin=builtin), "", "")
+        return cls(_TOKEN, final, origin, "", "")

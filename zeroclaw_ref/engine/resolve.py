@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,13 @@ from zeroclaw_ref.engine.execution import (
 from zeroclaw_ref.engine.registry import ScopedAssembly, ScopedToolRegistry
 from zeroclaw_ref.engine.sysprompt import build_system_prompt
 from zeroclaw_ref.policy.approvals import ApprovalManager, Approver
+from zeroclaw_ref.policy.bundles import mcp_servers_for_agent
 from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.factory import create_provider
-from zeroclaw_ref.tools.catalogue import ToolSettings, build_universe
+from zeroclaw_ref.store.memory import memory_path
+from zeroclaw_ref.tools.base import ToolSettings
+from zeroclaw_ref.tools.catalogue import build_universe
+from zeroclaw_ref.tools.skills import load_skills
 
 log = logging.getLogger(__name__)
 
@@ -110,26 +115,76 @@ def _check_request(request: PathRequest) -> PathProfile:
     profile = PATH_PROFILES.get(request.path)
     if profile is None:
         raise ResolveError(f"unknown construction path: {request.path}")
-    if request.caller_allowed is not None and request.path not in ("cron", "delegate"):
+    if request.caller_allowed is not None and request.path != "cron":
         raise ResolveError(f"path {request.path} cannot carry a caller allow-list")
     if request.session_workspace is not None and request.path != "acp":
         raise ResolveError(f"path {request.path} cannot carry a session workspace")
-    if request.parent is not None and request.path != "delegate":
-        raise ResolveError(f"path {request.path} cannot carry a parent execution")
+    if (request.parent is not None) != (request.path == "delegate"):
+        raise ResolveError(f"path {request.path} must carry a parent exactly when delegating")
     needs_approver = request.path == "acp" or (request.path == "cli-run" and request.interactive)
-    if needs_approver != (request.approver is not None) and request.path != "delegate":
+    if request.path != "delegate" and needs_approver != (request.approver is not None):
         raise ResolveError(f"path {request.path} got an approver that does not fit its mode")
+    if request.path == "delegate" and request.approver is not None:
+        raise ResolveError("a delegate child takes its parent's operator, not its own")
     return profile
+
+
+@dataclass(frozen=True, slots=True)
+class _Switches:
+    caller_allowed: frozenset[str] | None
+    connect_mcp: bool
+    connect_peripherals: bool
+    exclude_memory: bool
+    acp_delivery: bool
+    list_deferred_mcp_specs: bool
+    interaction: str
+    approver: Approver | None
+    surface: str
+    depth: int
+
+
+def _switches(profile: PathProfile, request: PathRequest, acp_enable_mcp: bool) -> _Switches:
+    """[POL-RESOLVE-05] every switch from PATH_PROFILES; the `None` cells by their rule."""
+    parent = request.parent
+    if parent is not None:  # [POL-PATH-13] the child keeps the surface's promises
+        surface = parent.lineage.surface
+        return _Switches(
+            caller_allowed=parent.assembly.caller_allowed,  # [POL-DELEG-11]
+            connect_mcp=acp_enable_mcp if surface == "acp" else True,
+            connect_peripherals=profile.connect_peripherals,
+            exclude_memory=surface == "acp",
+            acp_delivery=profile.acp_delivery,
+            list_deferred_mcp_specs=profile.list_deferred_mcp_specs,
+            interaction=parent.io.interaction,
+            approver=parent.io.approval.approver,  # [POL-DELEG-09] the parent's operator
+            surface=surface,
+            depth=parent.lineage.depth + 1,
+        )
+    connect_mcp = acp_enable_mcp if profile.connect_mcp is None else profile.connect_mcp
+    return _Switches(
+        caller_allowed=request.caller_allowed,
+        connect_mcp=connect_mcp,  # [POL-PATH-04]
+        connect_peripherals=profile.connect_peripherals,
+        exclude_memory=bool(profile.exclude_memory),
+        acp_delivery=profile.acp_delivery,
+        list_deferred_mcp_specs=profile.list_deferred_mcp_specs,
+        interaction=profile.interaction or ("terminal" if request.interactive else "none"),
+        approver=request.approver,
+        surface=request.path,
+        depth=0,
+    )
 
 
 def resolve(
     config: ConfigSnapshot, agent_alias: str, request: PathRequest
 ) -> ResolvedAgentExecution:
-    """Build the sealed execution for `agent_alias` on `request.path`.
+    """Build the sealed execution for `agent_alias` on `request.path`, in the order of
+    POL-RESOLVE-08.
 
     Raises:
         ResolveError: unknown or non-dispatchable agent, a request its path forbids, or a
-            failure to build the model provider or workspace; nothing is left open.
+            failure to build the model provider or workspace; nothing is left open
+            (POL-RESOLVE-09).
     """
     profile = _check_request(request)
     agent = config.agents.get(agent_alias)
@@ -137,9 +192,11 @@ def resolve(
         raise ResolveError(unknown_agent_text(agent_alias))
     if not agent.dispatchable:
         raise ResolveError(not_dispatchable_text(agent_alias))
+    switches = _switches(profile, request, agent.acp_enable_mcp)
+    run_id = str(uuid.uuid4())
     # 1. effective risk profile [POL-AUTO-03]
     risk = effective_profile(config.autonomy, config.risk_profiles.get(agent.risk_profile))
-    # 2. security policy: the workspace is the session's on acp, the agent's elsewhere
+    # 2. security policy: the session's workspace on acp, the agent's own elsewhere
     agent_ws = _canonical_dir(config.agent_workspace(agent_alias))
     workspace = request.session_workspace or agent_ws
     security = SecurityPolicy.build(risk, workspace, agent_ws)
@@ -154,6 +211,7 @@ def resolve(
         max_delegation_depth=runtime.max_delegation_depth,
         excluded_tools=frozenset(risk.excluded_tools),  # [POL-RESOLVE-13] every path and level
         tool_filter_groups=runtime.tool_filter_groups,
+        auto_memory=runtime.auto_memory,
     )
     # 4. model access [POL-RESOLVE-11] [POL-RESOLVE-12]: a fresh provider per execution
     provider_cfg = config.providers[agent.model_provider]
@@ -167,40 +225,59 @@ def resolve(
     model = ResolvedModelAccess(
         provider_cfg.name, provider_cfg.kind, provider_cfg.model, temperature, provider
     )
-    # 5. MCP grant, 6. skills, 7. memory — switches first, surfaces as they land.
-    connect_mcp = agent.acp_enable_mcp if profile.connect_mcp is None else profile.connect_mcp
-    exclude_memory = bool(profile.exclude_memory)
-    interaction = profile.interaction or ("terminal" if request.interactive else "none")
+    # 5. MCP grant [POL-BUNDLE-06]: computed once, here
+    granted = tuple(s.name for s in mcp_servers_for_agent(config, agent_alias))
+    # 6. skills [POL-SKILL-01] [POL-SKILL-10]: from the agent's own workspace, once
+    skills = load_skills(agent_ws, agent.skills, agent_alias)
+    # 7. memory [POL-MEM-02]: no store on the acp surface
+    memory = ResolvedMemory(
+        enabled=not switches.exclude_memory,
+        store_path=None if switches.exclude_memory else memory_path(config.data_dir, agent_alias),
+    )
+    settings = ToolSettings(
+        agent_alias=agent_alias,
+        data_dir=config.data_dir,
+        shell_timeout_secs=runtime.shell_timeout_secs,
+        has_delegates=bool(agent.delegates),
+        delegates=agent.delegates,
+        scheduler_enabled=config.scheduler.enabled,
+        conversation_id=run_id,
+    )
     assembly = ScopedAssembly(
         agent_alias=agent_alias,
         path=request.path,
         config=config,
         security=security,
-        universe=build_universe(
-            security,
-            ToolSettings(
-                agent_alias=agent_alias,
-                data_dir=config.data_dir,
-                shell_timeout_secs=runtime.shell_timeout_secs,
-                has_delegates=bool(agent.delegates),
-            ),
-        ),
-        caller_allowed=request.caller_allowed,
-        connect_mcp=connect_mcp,
-        connect_peripherals=profile.connect_peripherals,
-        exclude_memory=exclude_memory,
-        acp_delivery=profile.acp_delivery,
-        list_deferred_mcp_specs=profile.list_deferred_mcp_specs,
+        universe=build_universe(security, settings),
+        settings=settings,
+        skills=skills,
+        caller_allowed=switches.caller_allowed,
+        connect_mcp=switches.connect_mcp,
+        connect_peripherals=switches.connect_peripherals,
+        exclude_memory=switches.exclude_memory,
+        acp_delivery=switches.acp_delivery,
+        list_deferred_mcp_specs=switches.list_deferred_mcp_specs,
     )
     # 8. assemble()
     registry = ScopedToolRegistry.assemble(assembly)
     # 9. approval manager: a fresh, empty session allow-list [POL-APPROVE-11]
     approval = ApprovalManager(
-        risk.level, risk.auto_approve, risk.always_ask, interaction, request.approver
+        risk.level, risk.auto_approve, risk.always_ask, switches.interaction, switches.approver
     )
     # 10. system prompt [POL-RESOLVE-14]
-    prompt = build_system_prompt(agent_alias, agent.system_prompt, workspace)
-    io = ResolvedIo(registry, approval, interaction, prompt)
+    instructions = tuple((s.name, s.instructions) for s in skills)
+    prompt = build_system_prompt(agent_alias, agent.system_prompt, workspace, instructions)
+    io = ResolvedIo(registry, approval, switches.interaction, prompt)
+    parent = request.parent
+    lineage = ResolvedLineage(
+        executing_agent=agent_alias,
+        parent_agent=parent.agent_alias if parent else None,
+        parent_run_id=parent.lineage.run_id if parent else None,
+        depth=switches.depth,
+        surface=switches.surface,
+        run_id=run_id,
+    )
+    # 11. minting
     with _minting():
         execution = ResolvedAgentExecution(
             agent_alias=agent_alias,
@@ -210,10 +287,10 @@ def resolve(
             io=io,
             knobs=knobs,
             security=security,
-            mcp=ResolvedMcpScope(False, (), "none"),
-            skills=(),
-            memory=ResolvedMemory(enabled=not exclude_memory, store_path=None),
-            lineage=ResolvedLineage(agent_alias, None, None, 0, request.path),
+            mcp=ResolvedMcpScope(False, granted, "none"),
+            skills=skills,
+            memory=memory,
+            lineage=lineage,
         )
     with _observers_lock:
         observers = list(_observers)

@@ -22,9 +22,12 @@ from contextlib import closing
 from dataclasses import dataclass
 
 from zeroclaw_ref.core.cancel import CancelToken, _Cancelled
+from zeroclaw_ref.core.clock import Clock, SystemClock
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.pump import Pump, PumpError
+from zeroclaw_ref.engine import automemory
+from zeroclaw_ref.engine.delegation import Delegation
 from zeroclaw_ref.engine.events import (
     Cancelled,
     Completed,
@@ -40,6 +43,7 @@ from zeroclaw_ref.engine.events import (
 )
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution, is_minted
 from zeroclaw_ref.engine.history import trim
+from zeroclaw_ref.engine.images import attach_images
 from zeroclaw_ref.policy.approvals import DENIED_BY_USER, Decision, Requirement, runtime_denial_text
 from zeroclaw_ref.providers.base import (
     InvalidCompletion,
@@ -90,10 +94,11 @@ class _Stop(Exception):
 
 
 class TurnEngine:
-    """Runs turns; stateless apart from the id factory for provider-less tool-call ids."""
+    """Runs turns; stateless apart from the id factory and the clock it is given."""
 
-    def __init__(self, ids: IdFactory) -> None:
+    def __init__(self, ids: IdFactory, clock: Clock | None = None) -> None:
         self._ids = ids
+        self._clock = clock or SystemClock()
 
     def run_turn(
         self,
@@ -113,26 +118,36 @@ class TurnEngine:
             raise TypeError("turn engine requires a ResolvedAgentExecution minted by resolve()")
         if execution.path == "gateway-tools":
             raise ValueError("listing executions cannot run turns")
-        turn = _Turn(self._ids, execution, events, cancel)
-        added: list[JSONObject] = [{"role": "user", "content": user_message}]
+        turn = _Turn(self, execution, events, cancel)
+        stored: JSONObject = {"role": "user", "content": user_message}
+        block = automemory.recall_block(execution, user_message)  # [POL-MEM-03]
+        if block:
+            # The model sees the recalled context; the conversation keeps the bare message.
+            turn.model_view[id(stored)] = {"role": "user", "content": block + user_message}
         try:
-            return turn.run(history, added)
+            outcome = turn.run(history, [stored])
         except _Stop as stop:
-            return stop.outcome
+            outcome = stop.outcome
+        if isinstance(outcome, Completed):
+            automemory.remember(execution, history, user_message)
+        return outcome
 
 
 class _Turn:
     def __init__(
         self,
-        ids: IdFactory,
+        engine: TurnEngine,
         execution: ResolvedAgentExecution,
         events: EventSink,
         cancel: CancelToken,
     ) -> None:
-        self.ids = ids
+        self.engine = engine
+        self.ids = engine._ids
         self.ex = execution
         self.emit = events
         self.cancel = cancel
+        self.model_view: dict[int, JSONObject] = {}
+        self.delegation = Delegation(execution, engine, engine._clock)
 
     def run(self, history: list[JSONObject], added: list[JSONObject]) -> TurnOutcome:
         limit = self.ex.knobs.max_tool_iterations
@@ -170,10 +185,14 @@ class _Turn:
     def _model_round(self, conversation: list[JSONObject], specs: tuple[ToolSpec, ...]) -> _Round:
         trimmed = trim(conversation, self.ex.knobs.max_history_messages)  # [POL-ENGINE-10]
         system: JSONObject = {"role": "system", "content": self.ex.io.system_prompt}
+        view = self.model_view
+        kept = [view.get(id(m), m) for m in trimmed.kept] if view else list(trimmed.kept)
+        # [POL-ENGINE-12] image parts are rebuilt before each request and never stored
+        kept = attach_images(kept, self.ex.security.workspace_dir)
         request = ModelRequest(
             model=self.ex.model.model,
             temperature=self.ex.model.temperature,
-            messages=(system, *trimmed.kept),
+            messages=(system, *kept),
             tools=specs,
         )
         provider = self.ex.model.provider
@@ -205,7 +224,12 @@ class _Turn:
             raise _Stop(self._provider_failure(exc.__cause__)) from exc
         if self.cancel.is_set():
             raise _Stop(Cancelled())
-        return _Round("".join(text), "".join(thoughts), tuple(calls))
+        # [ACP-RT-03] provider ids when present, fresh UUIDs otherwise — assigned here so that
+        # the stored assistant message and its tool messages carry the same ids.
+        identified = tuple(
+            ToolCall(c.id or self.ids.new("tool-call"), c.name, c.arguments) for c in calls
+        )
+        return _Round("".join(text), "".join(thoughts), identified)
 
     def _provider_failure(self, cause: BaseException | None) -> TurnOutcome:
         if self.cancel.is_set():
@@ -231,10 +255,7 @@ class _Turn:
     # --- tool calls --------------------------------------------------------------------
 
     def _run_calls(self, raw_calls: tuple[ToolCall, ...]) -> list[JSONObject]:
-        # [ACP-RT-03] provider ids when present, fresh UUIDs otherwise
-        calls = [
-            ToolCall(c.id or self.ids.new("tool-call"), c.name, c.arguments) for c in raw_calls
-        ]
+        calls = list(raw_calls)
         results: dict[int, ToolFinished] = {}
         runnable: list[tuple[int, ToolCall, bool]] = []
         # [POL-APPROVE-17] every approval of the round first, one at a time, in call order.
@@ -333,6 +354,7 @@ class _Turn:
             channel=approver if isinstance(approver, UserChannel) else None,
             interaction=self.ex.io.interaction,
             call_id=call.id or "",
+            delegate=self.delegation,
         )
         try:
             result = tool.execute(arguments, context)

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Protocol
 
 from zeroclaw_ref.core.cancel import CancelToken
-from zeroclaw_ref.core.jsontypes import JSON
+from zeroclaw_ref.core.jsontypes import JSON, dumps
 
 
 class Requirement(Enum):
@@ -97,3 +97,38 @@ class ApprovalManager:
             if name in self._allowlist:
                 return Requirement.APPROVED
         return Requirement.PROMPT
+
+
+# [POL-APPROVE-16] keys whose values are never shown
+_SENSITIVE = (
+    "secret", "password", "passwd", "token", "api_key", "api-key", "apikey", "auth", "bearer",
+    "private_key", "private-key", "privatekey", "credential",
+)  # fmt: skip
+RUNTIME_FLAGS = frozenset({"approved"})  # flags the runtime injects for its own bookkeeping
+_ELLIPSIS = "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + _ELLIPSIS
+
+
+def summarize_arguments(arguments: JSON, skip: frozenset[str] = frozenset()) -> str:
+    """[POL-APPROVE-16] `path` first, other keys sorted, values cut at 80 characters, secrets
+    redacted; a non-object as compact JSON cut at 120; `(no arguments)` when nothing is left."""
+    if not isinstance(arguments, dict):
+        return _cut(dumps(arguments), 120)
+    keys = sorted(k for k in arguments if k not in skip)
+    if not keys:
+        return "(no arguments)"
+    if "path" in keys:
+        keys.remove("path")
+        keys.insert(0, "path")
+    pairs = []
+    for key in keys:
+        value = arguments[key]
+        if any(marker in key.lower() for marker in _SENSITIVE):
+            shown = "[redacted]"  # redaction wins over truncation
+        else:
+            shown = _cut(value if isinstance(value, str) else dumps(value), 80)
+        pairs.append(f"{key}: {shown}")
+    return ", ".join(pairs)

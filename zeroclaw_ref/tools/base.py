@@ -87,6 +87,18 @@ class ToolContext:
     channel: UserChannel | None = None
     interaction: str = "none"  # acp_backchannel | terminal | none (policy.md §1)
     call_id: str = ""
+    delegate: DelegatePort | None = None
+
+
+class DelegatePort(Protocol):
+    """Runs one child turn as another agent through `resolve()` (policy.md §4.8); implemented
+    by `engine/delegation.py`, so tools never import the engine (DESIGN §5.2)."""
+
+    def delegate(
+        self, target: str, prompt: str, context: str | None, call_id: str, cancel: CancelToken
+    ) -> ToolResult:
+        """Run the child turn; succeed with its final text, or fail closed (POL-DELEG-04)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +109,9 @@ class ToolSettings:
     data_dir: Path
     shell_timeout_secs: int = 60
     has_delegates: bool = False
+    delegates: tuple[str, ...] = ()  # agents this one may delegate to (POL-DELEG-01)
+    scheduler_enabled: bool = True  # [POL-CRON-01]
+    conversation_id: str = ""  # [POL-MEM-09] stored as a memory entry's session_id
 
 
 # Keys of `ToolResult.data` the engine understands (everything else is passed through).

@@ -29,7 +29,9 @@ MEMORY_TOOLS: frozenset[str] = frozenset(
 
 # The modules that contribute built-in tools, each through `tools(security, settings)`.
 # Imported when a universe is first built, so answering `initialize` loads none of them.
-TOOL_MODULES: tuple[str, ...] = ("shell", "files", "search", "deliver_file", "operator", "todo")
+TOOL_MODULES: tuple[str, ...] = (
+    "shell", "files", "search", "deliver_file", "operator", "memory", "cron", "todo", "delegate",
+)  # fmt: skip
 
 
 def build_universe(security: SecurityPolicy, settings: ToolSettings) -> tuple[Tool, ...]:

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.policy import shell_rules
 from zeroclaw_ref.policy.security import PathRefusal, SecurityPolicy, canonicalise
@@ -106,17 +107,41 @@ class ShellTool:
         if not isinstance(command, str):
             return missing("command")  # [POL-TOOL-04]
         approved = argument(arguments, "approved") is True
-        refusal = shell_rules.command_refusal(command, self.security, approved)
-        if refusal is None:
-            refusal = self.path_refusal(command)
-        if refusal is not None:
-            return ToolResult.fail(refusal)
-        if context.cancel.is_set():
-            return ToolResult.fail(CANCELLED_TEXT)
-        return self._run(command, context)
+        timeout = self.settings.shell_timeout_secs
+        return run_checked(self.security, command, approved, timeout, context.cancel)
 
     def path_refusal(self, command: str) -> str | None:
         """[POL-SHELL-08] the refusal for the first path-like token that fails the read check."""
+        return _PathScan(self.security).refusal(command)
+
+
+def run_checked(
+    security: SecurityPolicy, command: str, approved: bool, timeout_secs: int, cancel: CancelToken
+) -> ToolResult:
+    """Check `command` against the command policy and the path scan, then run it like `shell`.
+
+    Shared by `shell` and the skill tools (POL-SKILL-07): `approved` is the runtime-owned
+    approval value, never the model's. Every refusal, the timeout and a cancellation come
+    back as failed results; nothing is spawned before both checks have passed.
+    """
+    refusal = shell_rules.command_refusal(command, security, approved)
+    if refusal is None:
+        refusal = _PathScan(security).refusal(command)
+    if refusal is not None:
+        return ToolResult.fail(refusal)
+    if cancel.is_set():
+        return ToolResult.fail(CANCELLED_TEXT)
+    return _run(security, command, timeout_secs, cancel)
+
+
+class _PathScan:
+    """[POL-SHELL-08] the path scan of one command against one SecurityPolicy."""
+
+    def __init__(self, security: SecurityPolicy) -> None:
+        self.security = security
+
+    def refusal(self, command: str) -> str | None:
+        """The refusal for the first path-like token that fails the read check, or None."""
         tokens = shell_rules.path_tokens(command, self._through_link)
         return shell_rules.path_refusal(tokens, self._allows)
 
@@ -162,42 +187,42 @@ class ShellTool:
         loose = Path(os.path.realpath(self.security.workspace_dir / _expanded(text)))
         return not isinstance(self.security.decide(loose, text), PathRefusal)
 
-    def _run(self, command: str, context: ToolContext) -> ToolResult:
-        """[POL-SHELL-09…13] spawn, wait under the timeout and the cancel token, report."""
-        try:
-            process = subprocess.Popen(
-                ["/bin/sh", "-c", command],
-                cwd=self.security.workspace_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_environment(self.security.shell_env_passthrough),
-                start_new_session=True,  # its own process group, killed as one [DESIGN §7.6]
-            )
-        except OSError as exc:
-            return ToolResult.fail(f"Failed to spawn command: {exc}")  # [POL-SHELL-13]
-        assert process.stdout is not None and process.stderr is not None
-        out, err = _Capture(process.stdout), _Capture(process.stderr)
-        unregister = context.cancel.add_callback(lambda: _kill_group(process))
-        timeout = self.settings.shell_timeout_secs
-        try:
-            process.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            unregister()
-        # Kill the group even after a normal exit: a backgrounded grandchild holding the pipes
-        # open would otherwise keep the readers (and this turn) waiting.
-        _kill_group(process)
-        process.wait()
-        out.thread.join()
-        err.thread.join()
-        if timed_out:
-            return ToolResult.fail(f"Command timed out after {timeout}s and was killed")
-        if context.cancel.is_set():
-            return ToolResult.fail(CANCELLED_TEXT)
-        return _result(process.returncode, out.text(STDOUT_MARKER), err.text(STDERR_MARKER))
+
+def _run(security: SecurityPolicy, command: str, timeout: int, cancel: CancelToken) -> ToolResult:
+    """[POL-SHELL-09…13] spawn, wait under the timeout and the cancel token, report."""
+    try:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=security.workspace_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_environment(security.shell_env_passthrough),
+            start_new_session=True,  # its own process group, killed as one [DESIGN §7.6]
+        )
+    except OSError as exc:
+        return ToolResult.fail(f"Failed to spawn command: {exc}")  # [POL-SHELL-13]
+    assert process.stdout is not None and process.stderr is not None
+    out, err = _Capture(process.stdout), _Capture(process.stderr)
+    unregister = cancel.add_callback(lambda: _kill_group(process))
+    try:
+        process.wait(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        unregister()
+    # Kill the group even after a normal exit: a backgrounded grandchild holding the pipes
+    # open would otherwise keep the readers (and this turn) waiting.
+    _kill_group(process)
+    process.wait()
+    out.thread.join()
+    err.thread.join()
+    if timed_out:
+        return ToolResult.fail(f"Command timed out after {timeout}s and was killed")
+    if cancel.is_set():
+        return ToolResult.fail(CANCELLED_TEXT)
+    return _result(process.returncode, out.text(STDOUT_MARKER), err.text(STDERR_MARKER))
 
 
 def _expanded(text: str) -> Path:

@@ -227,8 +227,6 @@ def test_factory_maps_each_kind(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
-        ("openai", "provider net: kind openai is not available in this build"),
-        ("anthropic", "provider net: kind anthropic is not available in this build"),
         ("other", "provider net: kind other is unknown"),
     ],
 )

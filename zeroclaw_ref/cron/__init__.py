@@ -1,0 +1,1 @@
+"""The scheduler: the `cron` construction path (policy.md §4.7, §7.1)."""
