@@ -1,4 +1,3 @@
-# ruff: noqa: E501
 """The two access predicates and the bundle grant (policy.md §2)."""
 
 from __future__ import annotations
