@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from zeroclaw_ref.config.model import ToolFilterGroup
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -21,7 +21,9 @@ from zeroclaw_ref.engine.registry import ScopedAssembly, ScopedToolRegistry
 from zeroclaw_ref.policy.approvals import ApprovalManager
 from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.base import ModelProvider
-from zeroclaw_ref.tools.skills import LoadedSkill
+
+if TYPE_CHECKING:
+    from zeroclaw_ref.tools.skills import LoadedSkill
 
 _SEAL_MESSAGE = "ResolvedAgentExecution can only be created by resolve()"
 _state = threading.local()

@@ -13,14 +13,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.policy.access import ToolAccessPolicy
 from zeroclaw_ref.policy.security import SecurityPolicy
+from zeroclaw_ref.providers.base import ToolSpec
 from zeroclaw_ref.tools.base import Tool, ToolSettings
 from zeroclaw_ref.tools.catalogue import MEMORY_TOOLS
-from zeroclaw_ref.tools.skills import LoadedSkill
+
+if TYPE_CHECKING:
+    from zeroclaw_ref.tools.skills import LoadedSkill
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ class ToolOrigin:
 class ScopedToolRegistry:
     """An immutable, ordered set of tools (POL-ASSEMBLE-02)."""
 
-    __slots__ = ("_by_name", "_tools", "deferred_section", "origin", "pinned_section")
+    __slots__ = ("_by_name", "_specs", "_tools", "deferred_section", "origin", "pinned_section")
 
     def __init__(
         self,
@@ -75,6 +78,8 @@ class ScopedToolRegistry:
             raise TypeError(_SEAL_MESSAGE)
         self._tools = tools
         self._by_name = {t.name: t for t in tools}
+        # Design: specs are built once; the registry never changes (POL-ASSEMBLE-02).
+        self._specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
         self.origin = origin
         self.deferred_section = deferred_section
         self.pinned_section = pinned_section
@@ -98,6 +103,11 @@ class ScopedToolRegistry:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self._tools)
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """[POL-TOOL-05] the model-facing specs, in registry order."""
+        return self._specs
 
     def get(self, name: str) -> Tool | None:
         return self._by_name.get(name)

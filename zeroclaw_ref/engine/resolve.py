@@ -34,10 +34,8 @@ from zeroclaw_ref.policy.approvals import ApprovalManager, Approver
 from zeroclaw_ref.policy.bundles import mcp_servers_for_agent
 from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.factory import create_provider
-from zeroclaw_ref.store.memory import memory_path
 from zeroclaw_ref.tools.base import ToolSettings
 from zeroclaw_ref.tools.catalogue import build_universe
-from zeroclaw_ref.tools.skills import load_skills
 
 log = logging.getLogger(__name__)
 
@@ -228,8 +226,12 @@ def resolve(
     # 5. MCP grant [POL-BUNDLE-06]: computed once, here
     granted = tuple(s.name for s in mcp_servers_for_agent(config, agent_alias))
     # 6. skills [POL-SKILL-01] [POL-SKILL-10]: from the agent's own workspace, once
+    from zeroclaw_ref.tools.skills import load_skills
+
     skills = load_skills(agent_ws, agent.skills, agent_alias)
-    # 7. memory [POL-MEM-02]: no store on the acp surface
+    # 7. memory [POL-MEM-02]: no store on the acp surface (the path is only named here)
+    from zeroclaw_ref.store.memory import memory_path
+
     memory = ResolvedMemory(
         enabled=not switches.exclude_memory,
         store_path=None if switches.exclude_memory else memory_path(config.data_dir, agent_alias),

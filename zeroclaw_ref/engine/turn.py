@@ -176,11 +176,8 @@ class _Turn:
 
     def _specs(self) -> tuple[ToolSpec, ...]:
         excluded = self.ex.knobs.excluded_tools  # [POL-ENGINE-03]
-        return tuple(
-            ToolSpec(t.name, t.description, t.parameters)
-            for t in self.ex.io.tools
-            if t.name not in excluded
-        )
+        specs = self.ex.io.tools.specs
+        return tuple(s for s in specs if s.name not in excluded) if excluded else specs
 
     def _model_round(self, conversation: list[JSONObject], specs: tuple[ToolSpec, ...]) -> _Round:
         trimmed = trim(conversation, self.ex.knobs.max_history_messages)  # [POL-ENGINE-10]

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from zeroclaw_ref.config.model import ProviderConfig
-from zeroclaw_ref.providers.anthropic import AnthropicProvider
 from zeroclaw_ref.providers.base import ModelProvider, ProviderError
-from zeroclaw_ref.providers.demo import DemoProvider
-from zeroclaw_ref.providers.openai_compat import OpenAIProvider
-from zeroclaw_ref.providers.scripted import ScriptedProvider
 
-# The network kinds import `requests` only when they first stream (DESIGN §5.4).
-_KINDS: dict[str, Callable[[ProviderConfig, Path], ModelProvider]] = {
-    "demo": DemoProvider,
-    "scripted": ScriptedProvider,
-    "openai": OpenAIProvider,
-    "anthropic": AnthropicProvider,
+# kind -> (module, class). Design: modules load on first use, so answering `initialize`
+# imports neither the network providers nor `requests` (DESIGN §5.4).
+_KINDS: dict[str, tuple[str, str]] = {
+    "demo": ("zeroclaw_ref.providers.demo", "DemoProvider"),
+    "scripted": ("zeroclaw_ref.providers.scripted", "ScriptedProvider"),
+    "openai": ("zeroclaw_ref.providers.openai_compat", "OpenAIProvider"),
+    "anthropic": ("zeroclaw_ref.providers.anthropic", "AnthropicProvider"),
 }
 
 
@@ -27,7 +25,11 @@ def create_provider(config: ProviderConfig, config_dir: Path) -> ModelProvider:
     Raises:
         ProviderError: the kind is unknown; the turn fails with it.
     """
-    factory = _KINDS.get(config.kind)
-    if factory is None:
+    entry = _KINDS.get(config.kind)
+    if entry is None:
         raise ProviderError(f"provider {config.name}: kind {config.kind} is unknown")
+    module, name = entry
+    factory: Callable[[ProviderConfig, Path], ModelProvider] = getattr(
+        importlib.import_module(module), name
+    )
     return factory(config, config_dir)

@@ -200,28 +200,32 @@ class SessionStore:
             StoreError: when anything fails, including a session row deleted meanwhile;
                 nothing of the turn is kept (the caller logs a WARN, ACP-STORE-13).
         """
-        # [ACP-STORE-09] insert the turn row, set plan_json and last_activity — one transaction
+        # [ACP-STORE-09] insert the turn row, set plan_json and last_activity — one transaction.
+        # Design: the session lookup and the next index are folded into the INSERT, so a turn
+        # costs two statements inside its transaction (bench/acp_prompt_rtt); a session row
+        # deleted meanwhile inserts nothing and is reported.
         with self.db.atomic():
-            key = self._row_id(session_id)
             row = self.db.query_one(
-                "SELECT COALESCE(MAX(turn_index) + 1, 0) FROM acp_turns WHERE session_id = ?",
-                (key,),
-            )
-            turn_index = _integer(row[0] if row else None, "turn_index")
-            self.db.execute(
                 "INSERT INTO acp_turns "
                 "(session_id, turn_index, messages_json, updates_json, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, turn_index, messages_json, updates_json, now),
+                "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
+                "WHERE t.session_id = s.id), ?, ?, ? "
+                "FROM acp_sessions s WHERE s.session_uuid = ? RETURNING turn_index",
+                (messages_json, updates_json, now, session_id),
             )
+            if row is None:
+                raise StoreError(f"session {session_id} is no longer in the store")
+            turn_index = _integer(row[0], "turn_index")
             if plan_json is None:
                 self.db.execute(
-                    "UPDATE acp_sessions SET last_activity = ? WHERE id = ?", (now, key)
+                    "UPDATE acp_sessions SET last_activity = ? WHERE session_uuid = ?",
+                    (now, session_id),
                 )
             else:
                 self.db.execute(
-                    "UPDATE acp_sessions SET plan_json = ?, last_activity = ? WHERE id = ?",
-                    (plan_json, now, key),
+                    "UPDATE acp_sessions SET plan_json = ?, last_activity = ? "
+                    "WHERE session_uuid = ?",
+                    (plan_json, now, session_id),
                 )
         return turn_index
 

@@ -47,11 +47,11 @@ def test_append_turn_without_a_plan_runs_exactly_this_sql(
     assert store.append_turn(SID, '[{"m":1}]', '[{"u":1}]', None, T1) == 0
     assert lines == [
         "BEGIN IMMEDIATE",
-        f"SELECT id FROM acp_sessions WHERE session_uuid = '{SID}'",
-        "SELECT COALESCE(MAX(turn_index) + 1, 0) FROM acp_turns WHERE session_id = 1",
         "INSERT INTO acp_turns (session_id, turn_index, messages_json, updates_json, created_at) "
-        f"""VALUES (1, 0, '[{{"m":1}}]', '[{{"u":1}}]', '{T1}')""",
-        f"UPDATE acp_sessions SET last_activity = '{T1}' WHERE id = 1",
+        "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
+        f"""WHERE t.session_id = s.id), '[{{"m":1}}]', '[{{"u":1}}]', '{T1}' """
+        f"FROM acp_sessions s WHERE s.session_uuid = '{SID}' RETURNING turn_index",
+        f"UPDATE acp_sessions SET last_activity = '{T1}' WHERE session_uuid = '{SID}'",
         "COMMIT",
     ]
 
@@ -66,12 +66,12 @@ def test_append_turn_with_a_plan_sets_it_in_the_same_transaction(
     assert store.append_turn(SID, "[]", "[]", '[{"content":"a"}]', T2) == 1
     assert lines == [
         "BEGIN IMMEDIATE",
-        f"SELECT id FROM acp_sessions WHERE session_uuid = '{SID}'",
-        "SELECT COALESCE(MAX(turn_index) + 1, 0) FROM acp_turns WHERE session_id = 1",
         "INSERT INTO acp_turns (session_id, turn_index, messages_json, updates_json, created_at) "
-        f"VALUES (1, 1, '[]', '[]', '{T2}')",
+        "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
+        f"WHERE t.session_id = s.id), '[]', '[]', '{T2}' "
+        f"FROM acp_sessions s WHERE s.session_uuid = '{SID}' RETURNING turn_index",
         """UPDATE acp_sessions SET plan_json = '[{"content":"a"}]', """
-        f"last_activity = '{T2}' WHERE id = 1",
+        f"last_activity = '{T2}' WHERE session_uuid = '{SID}'",
         "COMMIT",
     ]
 
@@ -87,7 +87,10 @@ def test_append_turn_for_a_deleted_row_is_a_store_error_that_writes_nothing(
         store.append_turn(SID, "[]", "[]", "[]", T1)
     assert lines == [
         "BEGIN IMMEDIATE",
-        f"SELECT id FROM acp_sessions WHERE session_uuid = '{SID}'",
+        "INSERT INTO acp_turns (session_id, turn_index, messages_json, updates_json, created_at) "
+        "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
+        f"WHERE t.session_id = s.id), '[]', '[]', '{T1}' "
+        f"FROM acp_sessions s WHERE s.session_uuid = '{SID}' RETURNING turn_index",
         "ROLLBACK",
     ]
     assert _turn_count(store) == 0
