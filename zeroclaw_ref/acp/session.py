@@ -110,7 +110,7 @@ class AcpSession:
         execution: ResolvedAgentExecution,
         engine: TurnEngine,
         clock: Clock,
-        send_update: Callable[[str, JSONObject], None],
+        send_update: Callable[[str, str], None],
         send_trimmed: Callable[[JSONObject], None],
         on_gone: Callable[[AcpSession], None],
         history: list[JSONObject] | None = None,
@@ -286,16 +286,16 @@ class AcpSession:
         turn still ends normally from memory."""
         if self._persist is None:
             return
-        log_entries: list[JSON] = [
+        first = dumps(
             {
                 "sessionUpdate": w.UPDATE_USER_MESSAGE_CHUNK,
                 "content": {"type": "text", "text": job.text},
-            },
-            *projector.update_log,
-        ]
+            }
+        )
+        updates = "[" + ",".join([first, *projector.update_log]) + "]"
         plan = dumps(projector.last_plan) if projector.last_plan is not None else None
         try:
-            self._persist(self.id, dumps(list(outcome.messages)), dumps(log_entries), plan)
+            self._persist(self.id, dumps(list(outcome.messages)), updates, plan)
         except StoreError as exc:
             log.warning("failed to persist a turn of session %s: %s", self.id, exc)
 
