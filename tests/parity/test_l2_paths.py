@@ -117,7 +117,7 @@ def _session_ws(w: World) -> str:
 
 
 def _session_roots(w: World) -> list[str]:
-    return sorted(str(p) for p in (w.session_ws, w.subject_ws, w.extra_root))
+    return sorted(str(p) for p in (w.subject_ws, w.extra_root))
 
 
 def _session_prompt(w: World) -> str:
@@ -566,7 +566,7 @@ def test_parity_l2_security_policy(runs: Runs) -> None:
         tuple(k for k in SNAPSHOT_KEYS if k.startswith("security.")),
         {
             "security.workspace_dir": str(w.subject_ws),
-            "security.allowed_roots": sorted([str(w.subject_ws), str(w.extra_root)]),
+            "security.allowed_roots": [str(w.extra_root)],
             "security.workspace_only": False,
             "security.forbidden_paths": FORBIDDEN_PATHS,
             "security.allowed_commands": ALLOWED_COMMANDS,

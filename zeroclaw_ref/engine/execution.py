@@ -175,7 +175,11 @@ class ResolvedAgentExecution:
             "approval.interaction": io.interaction,
             "approval.session_allowlist": _listed(io.approval.session_allowlist),
             "security.workspace_dir": str(sec.workspace_dir),
-            "security.allowed_roots": _sorted(str(r) for r in sec.allowed_roots),
+            # [POL-FS-07] the roots besides the workspace itself: the profile's, plus the
+            # agent's own workspace when it is not the workspace (the dual root of acp)
+            "security.allowed_roots": _sorted(
+                str(r) for r in sec.allowed_roots if r != sec.workspace_dir
+            ),
             "security.workspace_only": sec.workspace_only,
             "security.forbidden_paths": _sorted(sec.forbidden_paths),
             "security.allowed_commands": _sorted(sec.allowed_commands),
