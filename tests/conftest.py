@@ -8,6 +8,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -22,7 +23,22 @@ PEER_INSTALL = {
     "acp-python-sdk": "pip install agent-client-protocol==0.12.1",
     "node": "apt-get install nodejs (Node 20) or use the machine's node",
     "acp-typescript-sdk": "npm install @agentclientprotocol/sdk@2.4.0 zod (in .peers/)",
+    "websocket-client": "pip install websocket-client==1.9.0 (the `test` extra)",
+    "server-everything": "npm install @modelcontextprotocol/server-everything@2026.8.31 (.peers/)",
+    "server-filesystem": "npm install @modelcontextprotocol/server-filesystem@2026.8.31 (.peers/)",
+    "mcp-conformance": "npm install @modelcontextprotocol/conformance@0.1.16 (.peers/)",
+    "node22": "npm install node@22 (in .peers/node22/, which has its own package.json)",
 }
+# npm peers run as `node <entry point>` from .peers/ (mcp.md §15.2); require_peer returns the path.
+NODE_PEERS = {
+    "server-everything": "@modelcontextprotocol/server-everything/dist/index.js",
+    "server-filesystem": "@modelcontextprotocol/server-filesystem/dist/index.js",
+    "mcp-conformance": "@modelcontextprotocol/conformance/dist/index.js",
+}
+# Node >= 22 for the conformance suite (PEERS.md), kept apart from the machine's Node 20.
+NODE22 = Path(__file__).resolve().parents[1] / ".peers" / "node22" / "node_modules" / "node" / "bin"
+# Python peers found by importing a module.
+PEER_MODULES = {"acp-python-sdk": "acp", "websocket-client": "websocket"}
 
 
 def _missing(name: str, why: str) -> None:
@@ -34,9 +50,9 @@ def _missing(name: str, why: str) -> None:
 
 def require_peer(name: str) -> ModuleType | str:
     """Return the peer (a module or an executable path), else skip — or fail in CI."""
-    if name == "acp-python-sdk":
+    if name in PEER_MODULES:
         try:
-            return importlib.import_module("acp")
+            return importlib.import_module(PEER_MODULES[name])
         except ImportError as exc:
             _missing(name, str(exc))
     if name == "node":
@@ -45,6 +61,16 @@ def require_peer(name: str) -> ModuleType | str:
             _missing(name, "node not on PATH")
         assert path is not None
         return path
+    if name == "node22":
+        if not (NODE22 / "node").is_file():
+            _missing(name, f"{NODE22 / 'node'} not found")
+        return str(NODE22 / "node")
+    if name in NODE_PEERS:
+        require_peer("node")
+        entry = Path(__file__).resolve().parents[1] / ".peers" / "node_modules" / NODE_PEERS[name]
+        if not entry.is_file():
+            _missing(name, f"{entry} not found")
+        return str(entry)
     _missing(name, "unknown peer")
     raise AssertionError("unreachable")
 

@@ -34,7 +34,8 @@ ALLOWED: dict[str, set[str]] = {
 # DESIGN §5.3: outside modules and the only places that may import them.
 OUTSIDE: dict[str, tuple[str, ...]] = {
     "sqlite3": ("store",),
-    "subprocess": ("tools.shell", "tools.skills", "mcp.stdio", "conformance"),
+    # config.secrets runs `op read` for `op://` secrets (config.md CFG-SECRETS-07).
+    "subprocess": ("tools.shell", "tools.skills", "mcp.stdio", "conformance", "config.secrets"),
     "requests": ("providers", "mcp.http", "mcp.sse", "gateway.pairing", "gateway.bridge"),
     "sseclient": ("providers", "mcp.http", "mcp.sse", "gateway.pairing", "gateway.bridge"),
     "wsproto": ("gateway.ws", "gateway.bridge"),

@@ -2,20 +2,27 @@
 
 - `capturing()`: every execution `resolve()` mints while it is open, through the resolve
   observer (POL-RESOLVE-17), closed when it ends;
-- front-door drivers: `AcpDriver` (the ACP server in-process, fed line by line), `run_cli`
-  (the `agent` command's `run_agent`, one-shot), `run_cron` (a stored job made due under a
-  frozen clock, then `run_due`);
-- `write_config()`: a configuration directory with scripted-model files.
-
-There is no stdio MCP test server yet: no build of the package contacts an MCP server (the
-client lands with issue 6), so a configured server only has to exist in the configuration.
+- front-door drivers: `AcpDriver` (the ACP server in-process, fed line by line),
+  `GatewayDriver` (an in-process gateway on an ephemeral loopback port, called over HTTP with
+  its bearer token: `POST /api/chat`, `GET /api/tools`), `run_cli` (the `agent` command's
+  `run_agent`, one-shot), `run_cron` (a stored job made due under a frozen clock, then
+  `run_due`);
+- `serial_opens()`: every device path handed to pyserial while it is open;
+- `write_config()`: a configuration directory with scripted-model files; `GATEWAY_TOML` is the
+  `[gateway]`/`[scheduler]` part every parity configuration carries;
+- `mcp_server_toml()`: a `[[mcp.servers]]` entry running the stdio MCP test server
+  (`mcp_parity_server.py`, the scripted server of `tests/helpers/mcp_server.py` serving named
+  tools, its resources `test://doc/0..2` and its prompt `greet`) with `sys.executable`, so
+  every path that connects MCP really starts, lists and reads a server.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import queue
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,26 +30,56 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import requests
+import serial
 from freezegun import freeze_time
 
 from zeroclaw_ref.acp.server import AcpServer
-from zeroclaw_ref.cli.agent import run_agent
+from zeroclaw_ref.cli.agent import choose_agent, run_agent
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import ConfigSnapshot
+from zeroclaw_ref.config.store import ConfigStore
 from zeroclaw_ref.core.clock import SystemClock
 from zeroclaw_ref.core.ids import SequentialIds
 from zeroclaw_ref.core.jsontypes import JSONObject
 from zeroclaw_ref.cron.scheduler import run_due
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import add_resolve_observer, remove_resolve_observer
+from zeroclaw_ref.gateway.request import GatewayDeps
+from zeroclaw_ref.gateway.server import Gateway
 from zeroclaw_ref.store.cron import CronJob, CronStore
 
 WAIT_SECS = 10.0  # bound of every wait for the in-process ACP server
 CRON_T0 = "2026-03-02T10:00:00Z"
 EVERY_MINUTE: JSONObject = {"kind": "every", "every_ms": 60000}
+GATEWAY_TOKEN = "zc_parity_gateway_token"
+
+# The gateway authenticates with a paired token (POL-PATH-12), and runs no scheduler thread:
+# the cron path is driven by `run_cron` alone, under a frozen clock.
+GATEWAY_TOML = f"""
+[scheduler]
+enabled = false
+
+[gateway]
+paired_tokens = ["{hashlib.sha256(GATEWAY_TOKEN.encode()).hexdigest()}"]
+"""
 
 
 # --- configuration ---------------------------------------------------------------------------
+
+MCP_TEST_SERVER = Path(__file__).with_name("mcp_parity_server.py")
+
+
+def mcp_server_toml(name: str, tools: list[str], pinned: list[str]) -> str:
+    """One `[[mcp.servers]]` entry: the stdio test server serving `tools`, pinning `pinned`."""
+    args = [str(MCP_TEST_SERVER), "--tools", ",".join(tools)]
+    return f"""
+[[mcp.servers]]
+name = "{name}"
+command = {json.dumps(sys.executable)}
+args = {json.dumps(args)}
+pinned_resources = {json.dumps(pinned)}
+"""
 
 
 def write_config(
@@ -184,6 +221,72 @@ def acp_driver(config: ConfigSnapshot) -> Iterator[AcpDriver]:
         driver.close()
 
 
+# --- the gateway front doors: gateway-chat and gateway-tools ---------------------------------
+
+
+class GatewayDriver:
+    """A `Gateway` on an ephemeral loopback port over the configuration's own directory."""
+
+    def __init__(self, config: ConfigSnapshot) -> None:
+        store = ConfigStore(config.config_dir, config.data_dir, {})
+        self.announced: list[str] = []
+        deps = GatewayDeps(
+            store, SequentialIds(), SystemClock(), choose_agent, self.announced.append
+        )
+        self.gateway = Gateway(deps, "127.0.0.1", 0)
+        self.gateway.start()
+        host, port = self.gateway.address
+        self.base = f"http://{host}:{port}"
+        self._auth = {"Authorization": f"Bearer {GATEWAY_TOKEN}"}
+
+    def chat(self, alias: str | None, message: str) -> requests.Response:
+        """`POST /api/chat` (path `gateway-chat`): one turn on a fresh execution."""
+        body: dict[str, str] = {"message": message}
+        if alias is not None:
+            body["agent"] = alias
+        return requests.post(
+            f"{self.base}/api/chat", json=body, headers=self._auth, timeout=WAIT_SECS
+        )
+
+    def tools(self, alias: str) -> requests.Response:
+        """`GET /api/tools?agent=<alias>` (path `gateway-tools`): the listing."""
+        return requests.get(
+            f"{self.base}/api/tools",
+            params={"agent": alias},
+            headers=self._auth,
+            timeout=WAIT_SECS,
+        )
+
+    def close(self) -> None:
+        self.gateway.close()
+
+
+@contextmanager
+def gateway_driver(config: ConfigSnapshot) -> Iterator[GatewayDriver]:
+    driver = GatewayDriver(config)
+    try:
+        yield driver
+    finally:
+        driver.close()
+
+
+@contextmanager
+def serial_opens() -> Iterator[list[str]]:
+    """Record every device path handed to pyserial inside the block (any thread)."""
+    seen: list[str] = []
+    real = serial.Serial
+
+    def counting(path: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(path)
+        return real(path, *args, **kwargs)
+
+    serial.Serial = counting
+    try:
+        yield seen
+    finally:
+        serial.Serial = real
+
+
 # --- the cli-run front door ------------------------------------------------------------------
 
 
@@ -234,5 +337,7 @@ def run_cron(
 ) -> list[tuple[str, str]]:
     """Make one job of `alias` due and run the due jobs of `alias` (`cron run-due --agent`)."""
     add_job(config, alias, prompt, allowed_tools)
-    with freeze_time(CRON_T0):
+    # The MCP client keeps real time: its deadlines (time.monotonic) must not stand still, or
+    # a server started by the job would time out at once.
+    with freeze_time(CRON_T0, ignore=["zeroclaw_ref.mcp"]):
         return run_due(config, agent=alias, ids=SequentialIds())

@@ -4,20 +4,11 @@ A row names the setting, who owns it, the requirement ID that tracks it and the 
 its evidence. Per-path verdicts do not live here: the (setting x path) expectations are the
 intended-difference table of `test_l2_paths.py`.
 
-Rows of the initial INDEX (policy.md §8.6) that are not listed yet, because an honest test
-needs MCP tools discovered on a real server and the MCP client lands with issue 6 ("MCP client:
-three transports, tools, resources, prompts and binary results"):
-
-- MCP access policy and the `__` rule on MCP tool names (POL-ACCESS-04),
-  evidence `test_l2_paths::test_parity_l2_mcp_access_policy`;
-- MCP eager/deferred/listing mode and `tool_search` (POL-ASSEMBLE-10),
-  evidence `test_l2_paths::test_parity_l2_mcp_mode`;
-- capability tools and the pinned section (POL-ASSEMBLE-09),
-  evidence `test_l2_paths::test_parity_l2_capability_and_pins`.
-
-Issue 6 adds them back as `Tested` rows with their tests (POL-PARITY-13); they are left out
-rather than tracked, because the released INDEX holds no `TrackedDivergence` row
-(POL-PARITY-06). The gateway paths (`gateway-chat`, `gateway-tools`) come with issue 8: they
+Every row of the initial INDEX (policy.md §8.6) is here and `Tested`. The MCP rows
+(POL-BUNDLE-02, POL-ACCESS-04, POL-PARITY-15, POL-ASSEMBLE-10, POL-ASSEMBLE-09) are evidenced
+against real stdio MCP servers (`conftest.mcp_server_toml`), on every path variant, once with
+`mcp.deferred_loading = false` and once with `true`. The released INDEX holds no
+`TrackedDivergence` row (POL-PARITY-06). The gateway paths (`gateway-chat`, `gateway-tools`)
 add builders and intended-difference entries in the L2 harness, not rows here.
 """
 
@@ -56,9 +47,15 @@ INDEX: Final[list[ParityRow]] = [
               "policy", "POL-PATH-17", "Tested", f"{L2}::test_parity_l2_caller_allowlist"),
     ParityRow("tools", "mcp_bundles server scope",
               "mcp", "POL-BUNDLE-02", "Tested", f"{L2}::test_parity_l2_mcp_scope"),
+    ParityRow("tools", "MCP access policy and __ rule",
+              "policy", "POL-ACCESS-04", "Tested", f"{L2}::test_parity_l2_mcp_access_policy"),
     ParityRow("tools", "no MCP server, tool, stub or pin of one agent in another agent's "
               "execution", "mcp", "POL-PARITY-15", "Tested",
               f"{L2}::test_parity_l2_cross_agent_mcp_isolation"),
+    ParityRow("tools", "MCP eager/deferred/listing mode and tool_search",
+              "mcp", "POL-ASSEMBLE-10", "Tested", f"{L2}::test_parity_l2_mcp_mode"),
+    ParityRow("tools", "capability tools and pinned section",
+              "mcp", "POL-ASSEMBLE-09", "Tested", f"{L2}::test_parity_l2_capability_and_pins"),
     ParityRow("tools", "skills registration",
               "policy", "POL-ASSEMBLE-15", "Tested", f"{L2}::test_parity_l2_skills"),
     ParityRow("tools", "final excluded_tools subtraction",

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from tests.parity.conftest import (
+    GATEWAY_TOML,
     acp_driver,
     capturing,
+    gateway_driver,
     reject_once,
     requests_of,
     run_cli,
@@ -79,7 +81,7 @@ def _setup(
 ) -> tuple[ConfigSnapshot, Path]:
     workspace = (tmp_path / "ws").resolve()
     workspace.mkdir(parents=True, exist_ok=True)
-    text = CONFIG.format(profile=profile, runtime=runtime, workspace=workspace)
+    text = GATEWAY_TOML + CONFIG.format(profile=profile, runtime=runtime, workspace=workspace)
     config = write_config(tmp_path / "cfg", tmp_path / "data", text, {"m": turns})
     return config, workspace
 
@@ -154,15 +156,18 @@ def test_parity_l1_deny_all_blocks_everything(tmp_path: Path) -> None:
 
 @pytest.mark.req("POL-APPROVE-07", "POL-APPROVE-10", "POL-ENGINE-06", "POL-PARITY-08")
 def test_parity_l1_unapproved_tool_never_runs(tmp_path: Path) -> None:
-    # `gateway-chat` lands with issue 8; today's paths without an operator are a
-    # non-interactive `cli-run` and `cron`.
+    # The paths without an operator: `gateway-chat` (POL-PATH-09), a non-interactive `cli-run`
+    # and `cron`; each resolves a fresh scripted provider, so each replays the script.
     turns = [{"tool_calls": [_call("shell", command="touch made.txt")]}, {"chunks": ["over"]}]
     config, ws = _setup(tmp_path, turns, 'level = "supervised"')
     with capturing() as captured:
+        with gateway_driver(config) as gateway:
+            answer = gateway.chat("a", "make it")
+        assert (answer.status_code, answer.json()) == (200, {"agent": "a", "response": "over"})
         assert run_cli(config, "a", "make it").status == 0
         [(_, outcome)] = run_cron(config, "a", "make it", None)
         assert outcome == "success"
-        for path in ("cli-run", "cron"):
+        for path in ("gateway-chat", "cli-run", "cron"):
             assert tool_results(captured.one("a", path)) == {"shell": RUNTIME_DENIAL}
         assert not (ws / "made.txt").exists()
         with acp_driver(config) as driver:

@@ -3,9 +3,12 @@ door, resolves to the same value for every snapshot key, apart from the per-path
 written below as data (`INTENDED`), which must agree with `PATH_PROFILES` (§7.2) and the matrix
 of §7.3.
 
-Paths driven today: `acp` (twice: the agent opting into MCP and not), `cli-run`, `cron`, and
-`delegate` from a parent on each of those three. The gateway paths land with issue 8: each is
-one builder in `world.BUILDERS` plus its `INTENDED` entries here.
+Paths driven: `acp` (twice: the agent opting into MCP and not), `gateway-chat`
+(`POST /api/chat`), `gateway-tools` (`GET /api/tools`), `cli-run`, `cron`, and `delegate` from a
+parent on `cli-run`, `acp` and `cron`, each against a real stdio MCP server, once with
+`mcp.deferred_loading = false` (`INTENDED`) and once with `true` (`INTENDED_DEFERRED`); a third
+world with `deny_all_tools = true` checks POL-ACCESS-06. A new variant is one builder in
+`world.BUILDERS` plus its `_INTENDED_BASE` entries and its `MCP_SHAPES` entry here.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ import pytest
 
 from tests.helpers.fake_board import FakeBoard
 from tests.parity.conftest import (
+    GATEWAY_TOML,
     acp_driver,
     capturing,
+    gateway_driver,
+    mcp_server_toml,
     requests_of,
     run_cli,
     tool_results,
@@ -41,8 +47,13 @@ from tests.parity.world import (
     FORBIDDEN_PATHS,
     LEAD,
     LEAD_JOB_TOOLS,
+    MCP_LIST,
+    MCP_READ,
+    MCP_WRITE,
     MODEL,
     PASSTHROUGH,
+    PIN,
+    PIN_URI,
     PROVIDER_TEMPERATURE,
     SERVER,
     SKILL,
@@ -89,45 +100,93 @@ SNAPSHOT_KEYS = (
 
 REFERENCE = "cli-run"  # the variant every other one is compared with
 PERIPHERAL = ["gpio_read"]  # gpio_write is excluded by the profile
+CAPABILITY = ["mcp_resources"]  # listed; mcp_prompts is not, so it is never registered
+MCP_ADMITTED = [MCP_READ, MCP_LIST]  # server order; write_file is excluded (POL-ACCESS-05)
+PRE_ACTIVATED = {MCP_READ}  # the subject's `always` tool filter group (MCP-TFG-07)
 
-# The subject's registry on each variant, in registry order (POL-ASSEMBLE-18).
-CLI_TOOLS = [
+# The built-in and peripheral part of the subject's registry on each variant, in registry order
+# (POL-ASSEMBLE-18); capability tools, the MCP position and the skill tool follow.
+CLI_BASE = [
     "shell", "file_read", "file_write", "glob_search", "ask_user", "memory_store",
-    "memory_recall", "todo_write", "gpio_read", SKILL_TOOL,
+    "memory_recall", "todo_write", "gpio_read",
 ]  # fmt: skip
-ACP_TOOLS = [
+ACP_BASE = [
     "shell", "file_read", "file_write", "glob_search", "deliver_file", "ask_user",
-    "todo_write", "gpio_read", SKILL_TOOL,
+    "todo_write", "gpio_read",
 ]  # fmt: skip
-CRON_TOOLS = ["shell", "file_read", "memory_recall", "gpio_read", SKILL_TOOL]
-DELEGATE_TOOLS = [n for n in CLI_TOOLS if n not in PERIPHERAL]
-DELEGATE_ACP_TOOLS = [n for n in DELEGATE_TOOLS if n not in MEMORY_TOOLS]
-DELEGATE_CRON_TOOLS = ["shell", "file_read", SKILL_TOOL]
+CRON_BASE = ["shell", "file_read", "memory_recall", "gpio_read"]
+DELEGATE_BASE = [n for n in CLI_BASE if n not in PERIPHERAL]
+DELEGATE_ACP_BASE = [n for n in DELEGATE_BASE if n not in MEMORY_TOOLS]
+DELEGATE_CRON_BASE = ["shell", "file_read"]
+LISTING_BASE = [n for n in CLI_BASE if n not in PERIPHERAL]  # the listing opens no board
+
+# The reference registry in eager mode, and the delegate<cron child's (both modes differ only
+# in the MCP position).
+CLI_TOOLS = CLI_BASE + CAPABILITY + MCP_ADMITTED + [SKILL_TOOL]
+DELEGATE_CRON_TOOLS = [*DELEGATE_CRON_BASE, MCP_LIST, SKILL_TOOL]
+
+# The pinned section (mcp.md MCP-PIN-04, MCP-CTX-02) and the deferred section (MCP-DEFER-04)
+# the reference resolves: the pin read from the real server, and the one admitted stub that no
+# `always` group activates in advance.
+PINNED_TEXT = (
+    "## Pinned MCP Resources\n\n"
+    f'<mcp-resource server="{SERVER}" uri="{PIN}" mime="text/plain" '
+    'trust="untrusted-external">\n'
+    f"body of {PIN_URI}\n</mcp-resource>\n"
+)
+DEFERRED_TEXT = (
+    "## Deferred Tools\n\n"
+    "The tools listed below are available but NOT yet loaded. To use any of them you MUST "
+    "first call the `tool_search` tool to fetch their full schemas. Use "
+    '"select:name1,name2" for exact tools or keywords to search. Once activated, the tools '
+    "become callable for the rest of the conversation.\n\n"
+    f"<available-deferred-tools>\n{MCP_LIST}\n</available-deferred-tools>\n"
+)
 
 
-def _builtin(names: list[str]) -> list[str]:
-    return sorted(n for n in names if n not in PERIPHERAL and n != SKILL_TOOL)
+def _builtin(base: list[str]) -> list[str]:
+    return sorted(n for n in base if n not in PERIPHERAL)
 
 
-Expected = Any  # a JSON value, or a callable of the World giving one
+Expected = Any  # a JSON value, or a callable of the Matrix giving one
 
 
-def _session_ws(w: World) -> str:
-    return str(w.session_ws)
+@dataclasses.dataclass(frozen=True)
+class _Ref:
+    """The reference variant's value of `key` in the same matrix."""
+
+    key: str
+
+    def __call__(self, m: Matrix) -> Any:
+        return m.reference[self.key]
 
 
-def _session_roots(w: World) -> list[str]:
-    return sorted(str(p) for p in (w.subject_ws, w.extra_root))
+@dataclasses.dataclass(frozen=True)
+class _Prompt:
+    """[POL-RESOLVE-14] the subject's prompt: the session's or the agent's working directory,
+    then the MCP block with the reference's deferred and pinned sections where shown."""
+
+    session: bool
+    deferred: bool
+    pinned: bool
+
+    def __call__(self, m: Matrix) -> str:
+        workspace = m.world.session_ws if self.session else m.world.subject_ws
+        deferred = m.reference["prompt.deferred_section"] if self.deferred else ""
+        pinned = m.reference["prompt.pinned_section"] if self.pinned else ""
+        return m.world.prompt_for(workspace, deferred, pinned)
 
 
-def _session_prompt(w: World) -> str:
-    return w.prompt_for(w.session_ws)
+def _session_ws(m: Matrix) -> str:
+    return str(m.world.session_ws)
+
+
+def _session_roots(m: Matrix) -> list[str]:
+    return sorted(str(p) for p in (m.world.subject_ws, m.world.extra_root))
 
 
 _ACP_SURFACE: dict[str, Expected] = {
     # [POL-PATH-05] [POL-MEM-02] memory out, deliver_file in, the session workspace
-    "tools.names": ACP_TOOLS,
-    "tools.builtin": _builtin(ACP_TOOLS),
     "assembly.exclude_memory": True,
     "assembly.acp_delivery": True,
     "memory.enabled": False,
@@ -135,16 +194,13 @@ _ACP_SURFACE: dict[str, Expected] = {
     "approval.interaction": "acp_backchannel",
     "security.workspace_dir": _session_ws,
     "security.allowed_roots": _session_roots,  # the dual root of POL-FS-07
-    "prompt.system": _session_prompt,  # only the working-directory line differs
     "lineage.surface": "acp",
 }
 
 
-def _delegate(surface: str, interaction: str, tools: list[str]) -> dict[str, Expected]:
+def _delegate(surface: str, interaction: str) -> dict[str, Expected]:
     """[POL-PATH-13] a child of `lead` on `surface`: no peripherals, no deliver_file."""
     return {
-        "tools.names": tools,
-        "tools.builtin": _builtin(tools),
         "tools.peripheral": [],
         "assembly.connect_peripherals": False,
         "approval.interaction": interaction,  # the parent's
@@ -154,41 +210,108 @@ def _delegate(surface: str, interaction: str, tools: list[str]) -> dict[str, Exp
     }
 
 
-# The intended differences (POL-PARITY-10): (variant, snapshot key) -> expected value. A key not
-# listed for a variant must equal the reference variant's value.
-INTENDED: dict[tuple[str, str], Expected] = {
+# The intended differences outside MCP (POL-PARITY-10): (variant, snapshot key) -> expected
+# value, the same in both MCP modes. A key not listed for a variant must equal the reference
+# variant's value.
+_INTENDED_BASE: dict[tuple[str, str], Expected] = {
     **{("acp", k): v for k, v in _ACP_SURFACE.items()},
     ("acp", "assembly.connect_mcp"): True,  # the agent's acp_enable_mcp [POL-PATH-04]
     **{("acp/no-mcp", k): v for k, v in _ACP_SURFACE.items()},
     ("acp/no-mcp", "assembly.connect_mcp"): False,
-    ("acp/no-mcp", "mcp.connected"): False,
     # cron: the job's allowed_tools is the strict caller list [POL-PATH-17]
-    ("cron", "tools.names"): CRON_TOOLS,
-    ("cron", "tools.builtin"): _builtin(CRON_TOOLS),
     ("cron", "access.caller_allowed"): sorted(SUBJECT_JOB_TOOLS),
     ("cron", "assembly.caller_allowed"): sorted(SUBJECT_JOB_TOOLS),
     ("cron", "approval.interaction"): "none",
     ("cron", "lineage.surface"): "cron",
-    **{
-        ("delegate<cli-run", k): v
-        for k, v in _delegate("cli-run", "none", DELEGATE_TOOLS).items()
-    },
-    **{
-        ("delegate<acp", k): v
-        for k, v in _delegate("acp", "acp_backchannel", DELEGATE_ACP_TOOLS).items()
-    },
+    **{("delegate<cli-run", k): v for k, v in _delegate("cli-run", "none").items()},
+    **{("delegate<acp", k): v for k, v in _delegate("acp", "acp_backchannel").items()},
     ("delegate<acp", "assembly.exclude_memory"): True,
     ("delegate<acp", "memory.enabled"): False,
     ("delegate<acp", "memory.store"): None,
     ("delegate<acp", "assembly.connect_mcp"): True,  # the target's acp_enable_mcp
-    **{
-        ("delegate<cron", k): v
-        for k, v in _delegate("cron", "none", DELEGATE_CRON_TOOLS).items()
-    },
+    **{("delegate<cron", k): v for k, v in _delegate("cron", "none").items()},
     # [POL-DELEG-11] the parent job's list bounds the child
     ("delegate<cron", "access.caller_allowed"): sorted(LEAD_JOB_TOOLS),
     ("delegate<cron", "assembly.caller_allowed"): sorted(LEAD_JOB_TOOLS),
+    # gateway-chat [POL-PATH-09]: no operator; memory kept, no deliver_file, peripherals on,
+    # exactly as on the reference (cli-run run non-interactively)
+    ("gateway-chat", "approval.interaction"): "none",
+    ("gateway-chat", "lineage.surface"): "gateway-chat",
+    # gateway-tools [POL-PATH-11]: a listing; stubs listed as tools, no serial device opened;
+    # memory kept and no deliver_file, as on the reference
+    ("gateway-tools", "tools.peripheral"): [],
+    ("gateway-tools", "assembly.connect_peripherals"): False,
+    ("gateway-tools", "assembly.list_deferred_mcp_specs"): True,
+    ("gateway-tools", "mcp.mode"): "listing",
+    ("gateway-tools", "approval.interaction"): "listing",
+    ("gateway-tools", "lineage.surface"): "gateway-tools",
 }  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class _McpShape:
+    """What step 4 admits for the subject on one variant (§7.3 rows MCP connection, access
+    policy, mode, capability tools and pinned section)."""
+
+    base: list[str]  # the built-in and peripheral part of the registry
+    stubs: list[str] = dataclasses.field(default_factory=lambda: list(MCP_ADMITTED))
+    capability: list[str] = dataclasses.field(default_factory=lambda: list(CAPABILITY))
+    pinned: bool = True
+    connected: bool = True
+    listing: bool = False
+    session: bool = False  # the ACP session's working directory in the prompt
+
+
+_NO_MCP: dict[str, Any] = {"stubs": [], "capability": [], "pinned": False, "connected": False}
+
+MCP_SHAPES: dict[str, _McpShape] = {
+    "cli-run": _McpShape(CLI_BASE),
+    "acp": _McpShape(ACP_BASE, session=True),
+    "acp/no-mcp": _McpShape(ACP_BASE, session=True, **_NO_MCP),  # [POL-PATH-04] no connection
+    # ∩ job: only MCP_READ is listed; neither mcp_resources nor the pin is
+    "cron": _McpShape(CRON_BASE, stubs=[MCP_READ], capability=[], pinned=False),
+    "delegate<cli-run": _McpShape(DELEGATE_BASE),
+    "delegate<acp": _McpShape(DELEGATE_ACP_BASE),
+    # ∩ parent: the lead's job lists MCP_LIST only
+    "delegate<cron": _McpShape(DELEGATE_CRON_BASE, stubs=[MCP_LIST], capability=[], pinned=False),
+    "gateway-chat": _McpShape(CLI_BASE),
+    "gateway-tools": _McpShape(LISTING_BASE, listing=True),  # [POL-ASSEMBLE-11]
+}
+
+
+def _mcp_expectations(shape: _McpShape, deferred_loading: bool) -> dict[str, Expected]:
+    """[POL-ASSEMBLE-08..12] the snapshot keys step 4 decides, from the shape alone."""
+    deferred = deferred_loading and not shape.listing
+    pending = [s for s in shape.stubs if s not in PRE_ACTIVATED] if deferred else []
+    segment = (["tool_search"] if shape.stubs else []) if deferred else shape.stubs
+    return {
+        "tools.names": shape.base + shape.capability + segment + [SKILL_TOOL],
+        "tools.builtin": _builtin(shape.base),
+        "tools.capability": sorted(shape.capability),
+        "tools.mcp": [] if deferred else sorted(shape.stubs),
+        "tools.mcp_deferred": sorted(shape.stubs) if deferred else [],
+        "tools.tool_search": deferred and bool(shape.stubs),
+        "prompt.deferred_section": _Ref("prompt.deferred_section") if pending else "",
+        "prompt.pinned_section": _Ref("prompt.pinned_section") if shape.pinned else "",
+        "prompt.system": _Prompt(shape.session, bool(pending), shape.pinned),
+        "mcp.connected": shape.connected,
+    }
+
+
+def _intended(deferred_loading: bool) -> dict[tuple[str, str], Expected]:
+    """The whole table for one value of `mcp.deferred_loading`: the base entries plus every
+    MCP key whose expectation differs from the reference's."""
+    table = dict(_INTENDED_BASE)
+    reference = _mcp_expectations(MCP_SHAPES[REFERENCE], deferred_loading)
+    for variant, shape in MCP_SHAPES.items():
+        for key, value in _mcp_expectations(shape, deferred_loading).items():
+            if value != reference[key]:
+                table[(variant, key)] = value
+    return table
+
+
+INTENDED: dict[tuple[str, str], Expected] = _intended(False)  # mcp.deferred_loading = false
+INTENDED_DEFERRED: dict[tuple[str, str], Expected] = _intended(True)
 
 # How each variant came to be, for the PATH_PROFILES cross-check: (path, surface, acp opt-in).
 VARIANT_PATHS: dict[str, tuple[str, str, bool]] = {
@@ -199,34 +322,71 @@ VARIANT_PATHS: dict[str, tuple[str, str, bool]] = {
     "delegate<cli-run": ("delegate", "cli-run", True),
     "delegate<acp": ("delegate", "acp", True),
     "delegate<cron": ("delegate", "cron", True),
+    "gateway-chat": ("gateway-chat", "gateway-chat", True),
+    "gateway-tools": ("gateway-tools", "gateway-tools", True),
 }
 
 
 @dataclasses.dataclass
-class Runs:
+class Matrix:
+    """Every variant built from one world."""
+
     world: World
     by_variant: dict[str, PathRun]
-    deny_all: World
-    deny_all_by_variant: dict[str, PathRun]
 
     @property
     def reference(self) -> dict[str, Any]:
         return self.by_variant[REFERENCE].subject
 
+    @property
+    def intended(self) -> dict[tuple[str, str], Expected]:
+        return INTENDED_DEFERRED if self.world.deferred else INTENDED
+
     def expected(self, variant: str, key: str) -> Any:
-        value = INTENDED.get((variant, key), self.reference[key])
-        return value(self.world) if callable(value) else value
+        value = self.intended.get((variant, key), self.reference[key])
+        return value(self) if callable(value) else value
+
+
+@dataclasses.dataclass
+class Runs:
+    eager: Matrix  # mcp.deferred_loading = false
+    deferred: Matrix  # mcp.deferred_loading = true
+    deny_all: Matrix
+
+    @property
+    def world(self) -> World:
+        return self.eager.world
+
+    @property
+    def by_variant(self) -> dict[str, PathRun]:
+        return self.eager.by_variant
+
+    @property
+    def deny_all_by_variant(self) -> dict[str, PathRun]:
+        return self.deny_all.by_variant
+
+    @property
+    def reference(self) -> dict[str, Any]:
+        return self.eager.reference
+
+    @property
+    def matrices(self) -> tuple[Matrix, Matrix]:
+        return (self.eager, self.deferred)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     board = FakeBoard()
+
+    def matrix(name: str, **options: bool) -> Matrix:
+        world = make_world(tmp_path_factory.mktemp(name), board, **options)
+        return Matrix(world, {variant: build(world) for variant, build in BUILDERS.items()})
+
     try:
-        world = make_world(tmp_path_factory.mktemp("parity"), board)
-        by_variant = {name: build(world) for name, build in BUILDERS.items()}
-        deny = make_world(tmp_path_factory.mktemp("parity-deny"), board, deny_all=True)
-        deny_by_variant = {name: build(deny) for name, build in BUILDERS.items()}
-        yield Runs(world, by_variant, deny, deny_by_variant)
+        yield Runs(
+            matrix("parity"), matrix("parity-deferred", deferred=True),
+            matrix("parity-deny", deny_all=True),
+        )  # fmt: skip
     finally:
         peripherals.reset_for_tests()
         board.stop()
@@ -234,19 +394,32 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
 
 def _mismatches(runs: Runs, keys: tuple[str, ...]) -> list[str]:
     found = []
-    for variant, run in runs.by_variant.items():
-        for key in keys:
-            want = runs.expected(variant, key)
-            if run.subject[key] != want:
-                found.append(f"{variant} {key}: got {run.subject[key]!r}, expected {want!r}")
+    for m in runs.matrices:
+        mode = "deferred" if m.world.deferred else "eager"
+        for variant, run in m.by_variant.items():
+            for key in keys:
+                want = m.expected(variant, key)
+                if run.subject[key] != want:
+                    found.append(
+                        f"{mode} {variant} {key}: got {run.subject[key]!r}, expected {want!r}"
+                    )
     return found
 
 
-def _check(runs: Runs, keys: tuple[str, ...], reference: dict[str, Any]) -> None:
-    """The reference variant holds the fixture's values; every variant matches INTENDED."""
-    assert set(reference) <= set(keys)
-    pinned = {k: runs.reference[k] for k in reference}
-    assert pinned == reference
+Pins = dict[str, Any] | Callable[[World], dict[str, Any]]
+
+
+def _check(
+    runs: Runs, keys: tuple[str, ...], reference: Pins, deferred_reference: Pins | None = None
+) -> None:
+    """The reference variant holds the fixture's values (in eager mode, and in deferred mode
+    `deferred_reference` where given, else the same; either may be a function of the world);
+    every variant of both modes matches its INTENDED table."""
+    deferred_pins = reference if deferred_reference is None else deferred_reference
+    for m, given in ((runs.eager, reference), (runs.deferred, deferred_pins)):
+        pins = given(m.world) if callable(given) else given
+        assert set(pins) <= set(keys)
+        assert {k: m.reference[k] for k in pins} == pins, m.world.deferred
     assert _mismatches(runs, keys) == []
 
 
@@ -255,10 +428,23 @@ def _check(runs: Runs, keys: tuple[str, ...], reference: dict[str, Any]) -> None
 
 @pytest.mark.req("POL-PARITY-09", "POL-PARITY-10", "POL-RESOLVE-16", "POL-SCOPE-01")
 def test_parity_l2_every_key_equal_or_intended(runs: Runs) -> None:
-    for variant, run in runs.by_variant.items():
-        assert tuple(run.subject) == SNAPSHOT_KEYS, variant
-    assert {v for v, _ in INTENDED} <= set(BUILDERS)
-    assert {k for _, k in INTENDED} <= set(SNAPSHOT_KEYS)
+    for m in runs.matrices:
+        for variant, run in m.by_variant.items():
+            assert tuple(run.subject) == SNAPSHOT_KEYS, variant
+        # the gateway front doors answered as POL-PATH-07 and POL-PATH-10 say
+        chat = m.by_variant["gateway-chat"].detail["response"]
+        assert (chat.status_code, chat.json()) == (
+            200,
+            {"agent": SUBJECT, "response": "subject done"},
+        )
+        listing = m.by_variant["gateway-tools"].detail["response"]
+        assert listing.status_code == 200 and listing.json()["agent"] == SUBJECT
+        listed = [t["name"] for t in listing.json()["tools"]]
+        assert listed == m.by_variant["gateway-tools"].subject["tools.names"]
+    for table in (INTENDED, INTENDED_DEFERRED):
+        assert {v for v, _ in table} <= set(BUILDERS)
+        assert {k for _, k in table} <= set(SNAPSHOT_KEYS)
+    assert set(VARIANT_PATHS) == set(BUILDERS) == set(MCP_SHAPES)
     assert _mismatches(runs, SNAPSHOT_KEYS) == []
 
 
@@ -268,7 +454,9 @@ def test_parity_l2_intended_table_matches_path_profiles() -> None:
     reference = PATH_PROFILES[REFERENCE]
 
     def table(variant: str, key: str, default: Any) -> Any:
-        return INTENDED.get((variant, key), default)
+        value = INTENDED.get((variant, key), default)
+        assert INTENDED_DEFERRED.get((variant, key), default) == value  # mode-independent
+        return value
 
     for variant, (path, surface, opt_in) in VARIANT_PATHS.items():
         row = PATH_PROFILES[path]
@@ -351,7 +539,7 @@ def test_parity_l2_builtin_filter(runs: Runs) -> None:
         {
             "access.allowed_tools": sorted(ALLOWED_TOOLS),
             "access.excluded_tools": sorted(EXCLUDED_TOOLS),
-            "tools.builtin": _builtin(CLI_TOOLS),
+            "tools.builtin": _builtin(CLI_BASE),
         },
     )
 
@@ -368,6 +556,9 @@ def test_parity_l2_deny_all(runs: Runs) -> None:
         # no tool was offered to the subject's model on any path that ran a turn
         execution = run.detail["execution"]
         assert all(r["tools"] == [] for r in requests_of(execution)), variant
+    listing = runs.deny_all_by_variant["gateway-tools"].detail["response"]
+    assert (listing.status_code, listing.json()["tools"]) == (200, [])
+    assert runs.deny_all_by_variant["gateway-tools"].detail["opens"] == []
     # everything else still resolves as on the other paths: the skill's instructions load
     assert runs.deny_all_by_variant[REFERENCE].subject["skills.loaded"] == [SKILL]
 
@@ -381,34 +572,145 @@ def test_parity_l2_caller_allowlist(runs: Runs) -> None:
     )
     for variant, names in (("cron", SUBJECT_JOB_TOOLS), ("delegate<cron", LEAD_JOB_TOOLS)):
         assert set(runs.by_variant[variant].subject["tools.names"]) <= set(names)
+        # deferred mode: tool_search fronts admitted stubs, each of them listed by the job
+        deferred = runs.deferred.by_variant[variant].subject
+        assert set(deferred["tools.names"]) <= set(names) | {"tool_search"}
+        assert set(deferred["tools.mcp_deferred"]) <= set(names)
 
 
-@pytest.mark.req("POL-BUNDLE-02", "POL-BUNDLE-06", "POL-PATH-04")
+@pytest.mark.req("POL-BUNDLE-02", "POL-BUNDLE-06", "POL-PATH-04", "POL-ASSEMBLE-08")
 def test_parity_l2_mcp_scope(runs: Runs) -> None:
-    # The grant is computed inside resolve() on every path; no server is contacted by this
-    # build (the MCP client lands with issue 6), so `mcp.connected` is false everywhere.
+    # The grant is computed inside resolve() on every path, and every path that connects MCP
+    # really connected the granted server; acp with acp_enable_mcp = false does not.
+    scope = {"mcp.granted_servers": [SERVER], "mcp.connected": True, "assembly.connect_mcp": True}
     _check(
         runs,
         ("mcp.granted_servers", "mcp.connected", "mcp.mode", "assembly.connect_mcp"),
-        {"mcp.granted_servers": [SERVER], "assembly.connect_mcp": True},
+        scope | {"mcp.mode": "eager"},
+        scope | {"mcp.mode": "deferred"},
+    )
+    for m in runs.matrices:
+        for variant, run in m.by_variant.items():
+            assert run.subject["mcp.connected"] is (variant != "acp/no-mcp"), variant
+
+
+def _request_tools(run: PathRun) -> list[list[str]]:
+    """The tool names offered to the subject's model, one list per request sent."""
+    return [
+        list(request["tools"])  # type: ignore[arg-type]
+        for request in requests_of(run.detail["execution"])
+    ]
+
+
+def _listed(run: PathRun) -> list[str]:
+    return [t["name"] for t in run.detail["response"].json()["tools"]]
+
+
+@pytest.mark.req("POL-ACCESS-04", "POL-ACCESS-05", "POL-ACCESS-08", "POL-ASSEMBLE-12")
+def test_parity_l2_mcp_access_policy(runs: Runs) -> None:
+    # [POL-ACCESS-04] the profile's non-empty allowed_tools lists no `paritysrv__` name: the
+    # `__` rule admits them, excluded_tools removes write_file (POL-ACCESS-05)
+    assert not [n for n in ALLOWED_TOOLS if "__" in n] and MCP_WRITE in EXCLUDED_TOOLS
+    _check(
+        runs,
+        ("tools.mcp", "tools.mcp_deferred", "access.allowed_tools", "access.excluded_tools"),
+        {"tools.mcp": sorted(MCP_ADMITTED), "tools.mcp_deferred": []},
+        {"tools.mcp": [], "tools.mcp_deferred": sorted(MCP_ADMITTED)},
+    )
+    for m in runs.matrices:
+        mode = "deferred" if m.world.deferred else "eager"
+        for variant, run in m.by_variant.items():
+            snap = run.subject
+            seen = json.dumps(
+                [snap[k] for k in ("tools.names", "tools.mcp", "tools.mcp_deferred")]
+                + [snap["prompt.system"], _request_tools(run)]
+            )
+            assert MCP_WRITE not in seen, (mode, variant)
+        # [POL-ACCESS-08] a caller allow-list is strict: only the names it lists exactly
+        for variant, name in (("cron", MCP_READ), ("delegate<cron", MCP_LIST)):
+            snap = m.by_variant[variant].subject
+            assert snap["tools.mcp"] + snap["tools.mcp_deferred"] == [name], (mode, variant)
+        # the listing shows the admitted MCP tools and not the excluded one
+        listed = _listed(m.by_variant["gateway-tools"])
+        assert MCP_READ in listed and MCP_LIST in listed and MCP_WRITE not in listed, mode
+    # eager: the admitted wrappers reached the model on the reference (the `always` group
+    # exposes read_file every turn, MCP-TFG-07)
+    assert all(MCP_READ in names for names in _request_tools(runs.eager.by_variant[REFERENCE]))
+
+
+@pytest.mark.req("POL-ASSEMBLE-10", "POL-ASSEMBLE-11", "POL-ASSEMBLE-12", "POL-PATH-11")
+def test_parity_l2_mcp_mode(runs: Runs) -> None:
+    _check(
+        runs,
+        (
+            "mcp.mode", "tools.tool_search", "tools.mcp", "tools.mcp_deferred",
+            "prompt.deferred_section", "tools.names", "assembly.list_deferred_mcp_specs",
+        ),
+        {
+            "mcp.mode": "eager", "tools.tool_search": False, "tools.mcp_deferred": [],
+            "prompt.deferred_section": "", "tools.names": CLI_TOOLS,
+        },
+        {
+            "mcp.mode": "deferred", "tools.tool_search": True, "tools.mcp": [],
+            "tools.mcp_deferred": sorted(MCP_ADMITTED), "prompt.deferred_section": DEFERRED_TEXT,
+            "tools.names": CLI_BASE + CAPABILITY + ["tool_search", SKILL_TOOL],
+        },
+    )  # fmt: skip
+    eager, deferred = runs.eager.by_variant, runs.deferred.by_variant
+    # eager: no activated set; deferred: the `always` group activated read_file in advance
+    assert eager[REFERENCE].detail["execution"].io.activated is None
+    for variant, run in deferred.items():
+        activated = run.detail["execution"].io.activated
+        if run.subject["tools.tool_search"]:
+            expected = tuple(n for n in run.subject["tools.mcp_deferred"] if n in PRE_ACTIVATED)
+            assert activated is not None and activated.names() == expected, variant
+    # what reached the model: eager offers wrappers and no tool_search; deferred offers
+    # tool_search and the pre-activated tool, never the stub still to be searched for
+    for names in _request_tools(eager[REFERENCE]):
+        assert MCP_READ in names and "tool_search" not in names
+    for names in _request_tools(deferred[REFERENCE]):
+        assert {"tool_search", MCP_READ} <= set(names) and MCP_LIST not in names
+    # [POL-ASSEMBLE-11] listing mode in both worlds: stubs listed as plain tools, no tool_search
+    for by_variant in (eager, deferred):
+        listing = by_variant["gateway-tools"]
+        assert listing.subject["mcp.mode"] == "listing"
+        listed = _listed(listing)
+        assert "tool_search" not in listed
+        assert [n for n in listed if n.startswith(f"{SERVER}__")] == MCP_ADMITTED
+    assert (
+        deferred["gateway-tools"].subject["tools.names"]
+        == eager["gateway-tools"].subject["tools.names"]
     )
 
 
-CROSS_AGENT_CONFIG = """
+@pytest.mark.req("POL-ASSEMBLE-09", "POL-ASSEMBLE-08", "POL-ACCESS-04", "POL-ACCESS-08")
+def test_parity_l2_capability_and_pins(runs: Runs) -> None:
+    # mcp_resources is listed in allowed_tools, mcp_prompts is not (a name without `__` must be
+    # listed exactly); the pin `paritysrv__test://doc/0` is admitted by the `__` rule
+    assert "mcp_resources" in ALLOWED_TOOLS and "mcp_prompts" not in ALLOWED_TOOLS
+    assert PIN not in ALLOWED_TOOLS
+    pins = {"tools.capability": CAPABILITY, "prompt.pinned_section": PINNED_TEXT}
+    _check(runs, ("tools.capability", "prompt.pinned_section", "prompt.system"), pins)
+    assert f"body of {PIN_URI}" in PINNED_TEXT
+    for m in runs.matrices:
+        for variant, run in m.by_variant.items():
+            snap = run.subject
+            assert "mcp_prompts" not in snap["tools.names"], variant  # not even on cron
+            assert snap["prompt.pinned_section"] in snap["prompt.system"], variant
+            if snap["access.caller_allowed"] is not None:  # ∩ job: neither listed
+                assert snap["tools.capability"] == [] and snap["prompt.pinned_section"] == ""
+        assert "mcp_resources" in _listed(m.by_variant["gateway-tools"])
+
+
+def _cross_agent_config(deferred: bool) -> str:
+    return (
+        GATEWAY_TOML
+        + f"""
 [mcp]
 enabled = true
-deferred_loading = {deferred}
-
-[[mcp.servers]]
-name = "srv_alpha"
-command = "parity-alpha-never-started"
-pinned_resources = ["file:///alpha.txt"]
-
-[[mcp.servers]]
-name = "srv_beta"
-command = "parity-beta-never-started"
-pinned_resources = ["file:///beta.txt"]
-
+deferred_loading = {"true" if deferred else "false"}
+{mcp_server_toml("srv_alpha", ["read_file", "alpha_note"], ["test://doc/1"])}
+{mcp_server_toml("srv_beta", ["read_file", "beta_note"], ["test://doc/2"])}
 [mcp_bundles.alpha_only]
 servers = ["srv_alpha"]
 
@@ -436,36 +738,66 @@ runtime_profile = "r"
 mcp_bundles = ["beta_only"]
 acp_enable_mcp = true
 """
+    )
+
+
+# Per agent: its server, its tools (server order), its pin, and the marks of the other agent.
+CROSS_AGENTS = {
+    "alpha": ("srv_alpha", ["srv_alpha__read_file", "srv_alpha__alpha_note"], "test://doc/1"),
+    "beta": ("srv_beta", ["srv_beta__read_file", "srv_beta__beta_note"], "test://doc/2"),
+}
 
 
 @pytest.mark.req("POL-PARITY-15", "POL-BUNDLE-02", "POL-BUNDLE-06")
 @pytest.mark.parametrize("deferred", [False, True])
 def test_parity_l2_cross_agent_mcp_isolation(tmp_path: Path, deferred: bool) -> None:
-    # `/api/tools` joins the paths driven here with issue 8 (the gateway).
     config = write_config(
         tmp_path / "cfg",
         tmp_path / "data",
-        CROSS_AGENT_CONFIG.format(deferred="true" if deferred else "false"),
+        _cross_agent_config(deferred),
         {"m": [{"chunks": ["ok"]}]},
     )
-    own = {"alpha": "srv_alpha", "beta": "srv_beta"}
     with capturing() as captured:
         with acp_driver(config) as driver:  # one connection, one session per agent
             driver.new_session("alpha", tmp_path)
             driver.new_session("beta", tmp_path)
         assert run_cli(config, "alpha", "hi").status == 0
         assert run_cli(config, "beta", "hi").status == 0
-        for alias, server in own.items():
+        with gateway_driver(config) as gateway:
+            listings = {alias: gateway.tools(alias) for alias in CROSS_AGENTS}
+        for alias, (server, tools, pin) in CROSS_AGENTS.items():
+            assert listings[alias].status_code == 200, listings[alias].text
             executions = captured.of(alias)
-            assert sorted(e.path for e in executions) == ["acp", "cli-run"]
-            other = next(s for a, s in own.items() if a != alias)
+            assert sorted(e.path for e in executions) == ["acp", "cli-run", "gateway-tools"]
+            other_alias = next(a for a in CROSS_AGENTS if a != alias)
+            other_server, other_tools, other_pin = CROSS_AGENTS[other_alias]
+            marks = [other_server, other_pin, *other_tools]
             for execution in executions:
                 snap = execution.snapshot()
-                assert snap["mcp.granted_servers"] == [server]
+                where = (alias, execution.path)
+                assert snap["mcp.granted_servers"] == [server] and snap["mcp.connected"], where
+                # its own server really served it: tools or stubs, and the pin
+                if snap["mcp.mode"] == "deferred":
+                    assert (snap["tools.mcp"], snap["tools.mcp_deferred"]) == ([], sorted(tools))
+                    assert snap["tools.tool_search"], where
+                else:
+                    assert (snap["tools.mcp"], snap["tools.mcp_deferred"]) == (sorted(tools), [])
+                assert f"{server}__{pin}" in snap["prompt.pinned_section"], where
+                assert snap["tools.capability"] == ["mcp_prompts", "mcp_resources"], where
+                # and nothing of the other agent's
                 seen = json.dumps(
-                    [snap[k] for k in ("tools.mcp", "tools.mcp_deferred", "prompt.pinned_section")]
-                )
-                assert other not in seen and other not in snap["prompt.system"]
+                    [snap[k] for k in ("mcp.granted_servers", "tools.names", "tools.mcp",
+                                       "tools.mcp_deferred", "prompt.pinned_section",
+                                       "prompt.deferred_section", "prompt.system")]
+                )  # fmt: skip
+                assert not [mark for mark in marks if mark in seen], where
+            expected_mode = "deferred" if deferred else "eager"
+            assert {e.snapshot()["mcp.mode"] for e in executions if e.path != "gateway-tools"} == {
+                expected_mode
+            }
+            listed = json.dumps(listings[alias].json())
+            assert all(name in listed for name in tools)
+            assert not [mark for mark in marks if mark in listed]
 
 
 @pytest.mark.req("POL-ASSEMBLE-15", "POL-SKILL-01", "POL-SKILL-08")
@@ -479,11 +811,18 @@ def test_parity_l2_skills(runs: Runs) -> None:
 
 @pytest.mark.req("POL-ASSEMBLE-16", "POL-RESOLVE-13")
 def test_parity_l2_final_exclusion(runs: Runs) -> None:
-    _check(runs, ("tools.names", "access.excluded_tools"), {"tools.names": CLI_TOOLS})
-    for variant, run in runs.by_variant.items():
-        assert not set(EXCLUDED_TOOLS) & set(run.subject["tools.names"]), variant
-        knobs = run.detail["execution"].knobs
-        assert knobs.excluded_tools == frozenset(EXCLUDED_TOOLS), variant
+    _check(
+        runs,
+        ("tools.names", "access.excluded_tools"),
+        {"tools.names": CLI_TOOLS},
+        {"tools.names": CLI_BASE + CAPABILITY + ["tool_search", SKILL_TOOL]},
+    )
+    for m in runs.matrices:
+        for variant, run in m.by_variant.items():
+            present = set(run.subject["tools.names"]) | set(run.subject["tools.mcp_deferred"])
+            assert not set(EXCLUDED_TOOLS) & present, variant
+            knobs = run.detail["execution"].knobs
+            assert knobs.excluded_tools == frozenset(EXCLUDED_TOOLS), variant
 
 
 @pytest.mark.req("POL-ASSEMBLE-05", "POL-PERIPH-01", "POL-PATH-05", "POL-PATH-13")
@@ -493,6 +832,13 @@ def test_parity_l2_peripherals(runs: Runs) -> None:
         ("tools.peripheral", "assembly.connect_peripherals"),
         {"tools.peripheral": PERIPHERAL, "assembly.connect_peripherals": True},
     )
+    # [POL-PERIPH-01] [POL-PATH-11] both gateway builders start with no port held; the chat
+    # opens the board (the control), the listing never touches it and lists no gpio tool
+    [board] = runs.world.config.peripherals.boards
+    assert runs.by_variant["gateway-chat"].detail["opens"] == [board.path]
+    assert runs.by_variant["gateway-tools"].detail["opens"] == []
+    listing = runs.by_variant["gateway-tools"].detail["response"].json()
+    assert not {t["name"] for t in listing["tools"]} & {"gpio_read", "gpio_write"}
 
 
 @pytest.mark.req("POL-PATH-05", "POL-MEM-02", "POL-ASSEMBLE-07", "POL-PATH-13")
@@ -500,9 +846,9 @@ def test_parity_l2_memory_strip(runs: Runs) -> None:
     _check(
         runs,
         ("memory.enabled", "memory.store", "assembly.exclude_memory"),
-        {
+        lambda w: {
             "memory.enabled": True,
-            "memory.store": str(runs.world.config.data_dir / "memory" / f"{SUBJECT}.sqlite3"),
+            "memory.store": str(w.config.data_dir / "memory" / f"{SUBJECT}.sqlite3"),
             "assembly.exclude_memory": False,
         },
     )
@@ -552,7 +898,8 @@ def test_parity_l2_interaction_mode(runs: Runs) -> None:
     parents = runs.by_variant["delegate<acp"].captured.of(LEAD, "acp")
     assert len(parents) == 1
     assert child.io.approval.approver is parents[0].io.approval.approver
-    assert runs.by_variant["delegate<cli-run"].detail["execution"].io.approval.approver is None
+    for variant in ("delegate<cli-run", "gateway-chat", "gateway-tools"):
+        assert runs.by_variant[variant].detail["execution"].io.approval.approver is None, variant
 
 
 # --- security, knobs, model, prompt ----------------------------------------------------------
@@ -560,11 +907,10 @@ def test_parity_l2_interaction_mode(runs: Runs) -> None:
 
 @pytest.mark.req("POL-FS-07", "POL-AUTO-04", "POL-DELEG-10", "POL-SKILL-01")
 def test_parity_l2_security_policy(runs: Runs) -> None:
-    w = runs.world
     _check(
         runs,
         tuple(k for k in SNAPSHOT_KEYS if k.startswith("security.")),
-        {
+        lambda w: {
             "security.workspace_dir": str(w.subject_ws),
             "security.allowed_roots": [str(w.extra_root)],
             "security.workspace_only": False,
@@ -589,9 +935,7 @@ def test_parity_l2_runtime_knobs(runs: Runs) -> None:
             "knobs.parallel_tools": True,
             "knobs.shell_timeout_secs": 17,
             "knobs.max_delegation_depth": 3,
-            "knobs.tool_filter_groups": [
-                {"mode": "always", "tools": [f"{SERVER}__*"], "keywords": []}
-            ],
+            "knobs.tool_filter_groups": [{"mode": "always", "tools": [MCP_READ], "keywords": []}],
         },
     )
 
@@ -623,17 +967,24 @@ def test_parity_l2_system_prompt(runs: Runs) -> None:
     _check(
         runs,
         ("prompt.system", "prompt.deferred_section", "prompt.pinned_section"),
-        {
-            "prompt.system": runs.world.prompt_for(runs.world.subject_ws),
+        lambda w: {
+            "prompt.system": w.prompt_for(w.subject_ws, "", PINNED_TEXT),
             "prompt.deferred_section": "",
-            "prompt.pinned_section": "",
+            "prompt.pinned_section": PINNED_TEXT,
+        },
+        lambda w: {
+            "prompt.system": w.prompt_for(w.subject_ws, DEFERRED_TEXT, PINNED_TEXT),
+            "prompt.deferred_section": DEFERRED_TEXT,
+            "prompt.pinned_section": PINNED_TEXT,
         },
     )
-    for variant, run in runs.by_variant.items():
-        execution = run.detail["execution"]
-        for request in requests_of(execution):
-            system = request["messages"][0]  # type: ignore[index]
-            assert system == {"role": "system", "content": run.subject["prompt.system"]}, variant
+    for m in runs.matrices:
+        for variant, run in m.by_variant.items():
+            execution = run.detail["execution"]
+            for request in requests_of(execution):
+                system = request["messages"][0]  # type: ignore[index]
+                want = {"role": "system", "content": run.subject["prompt.system"]}
+                assert system == want, variant
 
 
 # --- delegate --------------------------------------------------------------------------------

@@ -4,9 +4,17 @@ The agent under test is `subject`. Every setting of policy.md §7.3 has a distin
 its profile, so a path that forgot a setting shows up as a snapshot that differs. `lead` is a
 parent that delegates to `subject`; `lead2` delegates to `ghost`, which cannot be dispatched.
 
+The subject's bundle `parity` grants one real stdio MCP server (`paritysrv`, the test server of
+`conftest.mcp_server_toml`) with three tools, resources, a prompt and one pinned resource. The
+profile's non-empty `allowed_tools` lists none of the `paritysrv__*` names: `read_file` and
+`list_dir` are admitted by the `__` rule (POL-ACCESS-04), `write_file` is removed by
+`excluded_tools` (POL-ACCESS-05), the pin `paritysrv__test://doc/0` is admitted by the `__`
+rule, `mcp_resources` is listed and `mcp_prompts` is not. `make_world(deferred=True)` builds the
+same world with `mcp.deferred_loading = true`.
+
 A builder drives one front door for real and returns what the resolve observer captured. A new
-path (the gateway paths land with issue 8) is one more entry in `BUILDERS` plus its rows in the
-intended-difference table of `test_l2_paths.py`.
+path is one more entry in `BUILDERS` plus its rows in the intended-difference table of
+`test_l2_paths.py`.
 """
 
 from __future__ import annotations
@@ -19,29 +27,39 @@ from typing import Any
 
 from tests.helpers.fake_board import FakeBoard
 from tests.parity.conftest import (
+    GATEWAY_TOML,
     Captured,
     acp_driver,
     capturing,
+    gateway_driver,
+    mcp_server_toml,
     run_cli,
     run_cron,
+    serial_opens,
     write_config,
     write_skill,
 )
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.jsontypes import JSONObject
+from zeroclaw_ref.tools import peripherals
 
 SUBJECT = "subject"
 LEAD = "lead"
 SKILL = "parity_skill"
 SKILL_TOOL = f"{SKILL}__probe"
 SERVER = "paritysrv"
+SERVER_TOOLS = ["read_file", "write_file", "list_dir"]  # served in this order
+MCP_READ, MCP_WRITE, MCP_LIST = (f"{SERVER}__{name}" for name in SERVER_TOOLS)
+PIN_URI = "test://doc/0"
+PIN = f"{SERVER}__{PIN_URI}"
 
 # The subject's profile (non-default everywhere).
 ALLOWED_TOOLS = [
     "shell", "file_read", "file_write", "glob_search", "deliver_file", "ask_user",
     "memory_store", "memory_recall", "cron_list", "todo_write", "gpio_read", "gpio_write",
+    "mcp_resources",
 ]  # fmt: skip
-EXCLUDED_TOOLS = ["gpio_write", "cron_list"]
+EXCLUDED_TOOLS = ["gpio_write", "cron_list", MCP_WRITE]
 EXTRA_AUTO_APPROVE = ["gpio_read", SKILL_TOOL]
 ALWAYS_ASK = ["file_write"]
 ALLOWED_COMMANDS = ["echo", "git", "ls"]
@@ -54,9 +72,10 @@ MODEL = "parity-model-x"
 
 # The cron job that runs `subject` directly, and the one that runs `lead`, which delegates.
 SUBJECT_JOB_TOOLS = [
-    "file_read", "shell", "gpio_read", "memory_recall", SKILL_TOOL, "content_search", "srv__tool",
+    "file_read", "shell", "gpio_read", "memory_recall", SKILL_TOOL, "content_search", MCP_READ,
+    "mcp_prompts",
 ]  # fmt: skip
-LEAD_JOB_TOOLS = ["delegate", "file_read", "shell", SKILL_TOOL, "gpio_read"]
+LEAD_JOB_TOOLS = ["delegate", "file_read", "shell", SKILL_TOOL, "gpio_read", MCP_LIST]
 
 DELEGATED_PROMPT = "zqprobe"
 DELEGATED_CONTEXT = "zqbackground"
@@ -71,17 +90,18 @@ timeout_secs = 5
 """
 
 
-def _toml(root: Path, board_path: str, *, deny_all: bool, acp_enable_mcp: bool) -> str:
+def _toml(
+    root: Path, board_path: str, *, deny_all: bool, acp_enable_mcp: bool, deferred: bool
+) -> str:
     allowed = f"allowed_tools = {json.dumps(ALLOWED_TOOLS)}"
     access = "deny_all_tools = true" if deny_all else allowed
-    return f"""
+    return (
+        GATEWAY_TOML
+        + f"""
 [mcp]
 enabled = true
-
-[[mcp.servers]]
-name = "{SERVER}"
-command = "parity-mcp-server-never-started"
-
+deferred_loading = {"true" if deferred else "false"}
+{mcp_server_toml(SERVER, SERVER_TOOLS, [PIN_URI])}
 [mcp_bundles.parity]
 servers = ["{SERVER}"]
 
@@ -138,7 +158,7 @@ auto_memory = false
 
 [[runtime_profiles.subject.tool_filter_groups]]
 mode = "always"
-tools = ["{SERVER}__*"]
+tools = ["{MCP_READ}"]
 
 [runtime_profiles.lead]
 
@@ -174,6 +194,7 @@ model_provider = "subject_model"
 risk_profile = "subject"
 runtime_profile = "subject"
 """
+    )
 
 
 def _delegate_call(target: str) -> JSONObject:
@@ -196,16 +217,21 @@ class World:
     subject_ws: Path
     session_ws: Path  # the `cwd` of every ACP session
     extra_root: Path
+    deferred: bool  # mcp.deferred_loading
 
-    def prompt_for(self, workspace: Path) -> str:
-        """The subject's system prompt with `workspace` as its working directory."""
+    def prompt_for(self, workspace: Path, deferred: str = "", pinned: str = "") -> str:
+        """The subject's system prompt with `workspace` as its working directory and the MCP
+        block of mcp.md MCP-PIN-05 when either section is non-empty (POL-RESOLVE-14)."""
+        block = f"\n\n{deferred}\n\n{pinned}" if deferred or pinned else ""
         return (
             f"{SYSTEM_PROMPT}\n\nWorking directory: {workspace}"
-            f"\n\n## Skills\n\n### {SKILL}\n\n{SKILL_INSTRUCTIONS}"
+            f"\n\n## Skills\n\n### {SKILL}\n\n{SKILL_INSTRUCTIONS}{block}"
         )
 
 
-def make_world(root: Path, board: FakeBoard, *, deny_all: bool = False) -> World:
+def make_world(
+    root: Path, board: FakeBoard, *, deny_all: bool = False, deferred: bool = False
+) -> World:
     subject_ws = root / "subject-ws"
     write_skill(subject_ws, SKILL, SKILL_INSTRUCTIONS, SKILL_MANIFEST)
     session_ws = root / "session-cwd"
@@ -214,17 +240,23 @@ def make_world(root: Path, board: FakeBoard, *, deny_all: bool = False) -> World
     config = write_config(
         root / "cfg",
         data_dir,
-        _toml(root, board.pts_path, deny_all=deny_all, acp_enable_mcp=True),
+        _toml(root, board.pts_path, deny_all=deny_all, acp_enable_mcp=True, deferred=deferred),
         SCRIPTS,
     )
     no_mcp = write_config(
         root / "cfg-no-mcp",
         data_dir,
-        _toml(root, board.pts_path, deny_all=deny_all, acp_enable_mcp=False),
+        _toml(root, board.pts_path, deny_all=deny_all, acp_enable_mcp=False, deferred=deferred),
         SCRIPTS,
     )
     return World(
-        root, config, no_mcp, subject_ws.resolve(), session_ws.resolve(), root / "extra-root"
+        root,
+        config,
+        no_mcp,
+        subject_ws.resolve(),
+        session_ws.resolve(),
+        root / "extra-root",
+        deferred,
     )
 
 
@@ -293,6 +325,28 @@ def build_delegate_from_cron(world: World) -> PathRun:
         return PathRun(captured, execution.snapshot(), {"results": results, "execution": execution})
 
 
+def build_gateway_chat(world: World) -> PathRun:
+    """`POST /api/chat` for `subject`, with no serial port held beforehand: the device paths
+    this path opens are recorded (`opens`)."""
+    peripherals.reset_for_tests()  # close the ports earlier paths opened (POL-PERIPH-02)
+    with capturing() as captured, gateway_driver(world.config) as gateway, serial_opens() as opens:
+        response = gateway.chat(SUBJECT, "ping")
+        execution = captured.one(SUBJECT, "gateway-chat")
+        detail = {"response": response, "opens": list(opens), "execution": execution}
+        return PathRun(captured, execution.snapshot(), detail)
+
+
+def build_gateway_tools(world: World) -> PathRun:
+    """`GET /api/tools?agent=subject`, with no serial port held beforehand, so that a listing
+    that connected peripherals would have to open the board (recorded in `opens`)."""
+    peripherals.reset_for_tests()
+    with capturing() as captured, gateway_driver(world.config) as gateway, serial_opens() as opens:
+        response = gateway.tools(SUBJECT)
+        execution = captured.one(SUBJECT, "gateway-tools")
+        detail = {"response": response, "opens": list(opens), "execution": execution}
+        return PathRun(captured, execution.snapshot(), detail)
+
+
 # Variant name -> builder. `cli-run` is the reference every other variant is compared with.
 BUILDERS: dict[str, Callable[[World], PathRun]] = {
     "cli-run": build_cli_run,
@@ -302,4 +356,6 @@ BUILDERS: dict[str, Callable[[World], PathRun]] = {
     "delegate<cli-run": build_delegate_from_cli,
     "delegate<acp": build_delegate_from_acp,
     "delegate<cron": build_delegate_from_cron,
+    "gateway-chat": build_gateway_chat,
+    "gateway-tools": build_gateway_tools,
 }

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from zeroclaw_ref import __version__
+from zeroclaw_ref.cli.config_cmd import Streams, add_config_parser, run_config
 from zeroclaw_ref.config.model import ConfigError, ConfigSnapshot
 from zeroclaw_ref.core import log as logsetup
 from zeroclaw_ref.core.clock import Clock, FixedClock, SystemClock
@@ -56,6 +57,20 @@ def _parser() -> argparse.ArgumentParser:
     cron.add_argument("--config-dir", dest="sub_config_dir", metavar="DIR")
     cron.add_argument("action", choices=("list", "run-due", "daemon"))
     cron.add_argument("--agent", metavar="ALIAS")
+    add_config_parser(commands)
+    from zeroclaw_ref.cli.mcp_cmd import add_mcp_parser
+
+    add_mcp_parser(commands)
+    gateway = commands.add_parser("gateway", help="serve /acp over WebSocket and the HTTP API")
+    gateway.add_argument("--config-dir", dest="sub_config_dir", metavar="DIR")
+    gateway.add_argument("--host", metavar="H")
+    gateway.add_argument("--port", metavar="P", type=int)
+    # [ACP-BR-02] parsed by cli/gateway_cmd.py (its own error texts); listed here for --help.
+    commands.add_parser("acp-bridge", help="relay ACP between stdio and the gateway's /acp")
+    conf = commands.add_parser(
+        "mcp-conformance-client", help="the MCP conformance suite's client (mcp.md §15.1)"
+    )
+    conf.add_argument("url", help="the mock server URL the harness appends")
     return parser
 
 
@@ -150,18 +165,68 @@ def _run_cron(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return run_cron(args.action, args.agent, config, clock, ids, sys.stdout, sys.stderr)
 
 
+def _run_config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """`config get | set | unset | list | validate | rename` (config.md §12, §13.2)."""
+    return run_config(args, environ, Streams(sys.stdin, sys.stdout, sys.stderr))
+
+
+def _run_mcp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """`mcp tools [--agent ALIAS]`: the gateway-tools listing for one agent."""
+    config = _load(args.sub_config_dir or args.config_dir, environ)
+    from zeroclaw_ref.cli.mcp_cmd import run_mcp_tools
+
+    return run_mcp_tools(config, args.agent_alias, args.json, sys.stdout, sys.stderr)
+
+
+def _run_gateway(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """[ACP-GW-01] the gateway: WebSocket /acp, /api/chat, /api/tools and pairing."""
+    from zeroclaw_ref.cli.gateway_cmd import run_gateway
+
+    clock, ids = _determinism(environ)
+    config_dir = args.sub_config_dir or args.config_dir
+    return run_gateway(config_dir, args.host, args.port, environ, clock, ids)
+
+
+def _run_mcp_conformance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """[MCP-CONF-01] the conformance driver; no configuration is loaded."""
+    from zeroclaw_ref.cli.mcp_conformance import run_conformance_client
+
+    return run_conformance_client(args.url, environ, sys.stderr)
+
+
+def _bridge_argv(argv: list[str]) -> list[str] | None:
+    """The bridge's own arguments when the command is `acp-bridge` (a global `--config-dir`
+    before it included), else None."""
+    if argv[:1] == ["acp-bridge"]:
+        return argv[1:]
+    if len(argv) >= 3 and argv[0] == "--config-dir" and argv[2] == "acp-bridge":
+        return argv[:2] + argv[3:]
+    if len(argv) >= 2 and argv[0].startswith("--config-dir=") and argv[1] == "acp-bridge":
+        return argv[:1] + argv[2:]
+    return None
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
     "acp": _run_acp,
     "agent": _run_agent,
     "cron": _run_cron,
+    "config": _run_config,
+    "gateway": _run_gateway,
+    "mcp": _run_mcp,
+    "mcp-conformance-client": _run_mcp_conformance,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run one subcommand; returns the exit status."""
     logsetup.configure()
-    args = _parser().parse_args(argv)
     environ = dict(os.environ)
+    bridge_args = _bridge_argv(sys.argv[1:] if argv is None else argv)
+    if bridge_args is not None:
+        from zeroclaw_ref.cli.gateway_cmd import run_bridge_cli
+
+        return run_bridge_cli(bridge_args, environ)  # [ACP-BR-01]
+    args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args, environ)
     except (ConfigError, StartupError) as exc:

@@ -65,10 +65,10 @@ def load_config(config_dir: Path, data_dir: Path, environ: Mapping[str, str]) ->
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
     # [CFG-LOAD-02] no file: the embedded default, environment overrides still apply.
-    text = EMBEDDED_DEFAULT if raw is None else _decode(path, raw)
+    text = EMBEDDED_DEFAULT if raw is None else decode_file(path, raw)
     tree = _parse(path, text)
     # [CFG-LOAD-03] an empty file parses to {} and so yields every default and no agents.
-    _decrypt_secrets(tree, config_dir)
+    _decrypt_secrets(tree, config_dir, environ)
     env = apply_overrides(tree, environ)
     snapshot, build_errors, warnings = build_snapshot(
         tree, (config_dir, data_dir, path, raw is not None), env.overrides
@@ -90,7 +90,12 @@ def load_config(config_dir: Path, data_dir: Path, environ: Mapping[str, str]) ->
     )
 
 
-def _decode(path: Path, raw: bytes) -> str:
+def decode_file(path: Path, raw: bytes) -> str:
+    """Decode the file's bytes (CFG-LOAD-04), for the loader and the write path alike.
+
+    Raises:
+        ConfigError with the CFG-LOAD-04 line.
+    """
     # A leading byte-order mark is tolerated (CFG-LOAD-01) but counts in byte offsets.
     skipped = len(_BOM) if raw.startswith(_BOM) else 0
     try:
@@ -103,6 +108,18 @@ def _decode(path: Path, raw: bytes) -> str:
 
 
 def _parse(path: Path, text: str) -> dict[str, object]:
+    return check_document(path, text)[1]
+
+
+def check_document(path: Path, text: str) -> tuple[dict[str, object], dict[str, object]]:
+    """Parse `text` and check it against the schema (CFG-LOAD-05, CFG-LOAD-06).
+
+    Returns the document as parsed (what the write path edits) and the checked tree (what the
+    loader builds from).
+
+    Raises:
+        ConfigError with the syntax error or every schema error.
+    """
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -112,7 +129,7 @@ def _parse(path: Path, text: str) -> dict[str, object]:
     tree = walk_table(ROOT, document, "", problems)
     if problems:
         raise ConfigError(_schema_lines(path, text, problems))
-    return tree
+    return document, tree
 
 
 def _schema_lines(path: Path, text: str, problems: list[Problem]) -> list[str]:
@@ -132,7 +149,7 @@ def _schema_lines(path: Path, text: str, problems: list[Problem]) -> list[str]:
     ]
 
 
-def _decrypt_secrets(tree: dict[str, object], config_dir: Path) -> None:
+def _decrypt_secrets(tree: dict[str, object], config_dir: Path, environ: Mapping[str, str]) -> None:
     """[CFG-SECRETS-05] resolve every secret of the file in place.
 
     Raises:
@@ -145,7 +162,7 @@ def _decrypt_secrets(tree: dict[str, object], config_dir: Path) -> None:
         value = holder.get(key)
         if isinstance(value, str):
             try:
-                holder[key] = resolve(key_path, value, loader)
+                holder[key] = resolve(key_path, value, loader, environ)
             except SecretError as exc:
                 if str(exc) not in errors:
                     errors.append(str(exc))

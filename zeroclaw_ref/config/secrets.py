@@ -1,15 +1,22 @@
-"""Secrets at rest: reading the key file and decrypting `enc2:` values (config.md §11).
+"""Secrets at rest: the key file, `enc2:` values and `op://` references (config.md §11).
 
 The only module that imports `cryptography` (DESIGN §5.3), and only inside the functions that
 need it, so that importing the configuration layer stays cheap. Messages name key paths and
 never a value, ciphertext or key (CFG-SECRETS-16).
+
+Design: resolving an `op://` reference runs the 1Password CLI (CFG-SECRETS-07), so this module
+also imports `subprocess`; keeping the call here keeps every secret rule in one place.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets as _random
+import shutil
 import stat
+import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 ENC2_PREFIX = "enc2:"
@@ -19,6 +26,10 @@ KEY_FILE_NAME = ".secret_key"
 _NONCE_LEN = 12
 _TAG_LEN = 16
 _HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
+_KEY_LEN = 32
+# [CFG-SECRETS-07] how long `op read` may take; a module constant so tests can shorten it.
+OP_TIMEOUT_SECS = 10.0
+_NOT_REGULAR = "refusing to use a symlinked or non-regular secret key file"
 
 
 class SecretError(Exception):
@@ -41,7 +52,7 @@ def read_key(path: Path) -> bytes | None:
     if not hasattr(os, "O_NOFOLLOW"):
         try:
             if not stat.S_ISREG(path.lstat().st_mode):
-                raise SecretError("refusing to use a symlinked or non-regular secret key file")
+                raise SecretError(_NOT_REGULAR)
         except FileNotFoundError:
             return None
     try:
@@ -50,11 +61,11 @@ def read_key(path: Path) -> bytes | None:
         return None
     except OSError as exc:
         if path.is_symlink():
-            raise SecretError("refusing to use a symlinked or non-regular secret key file") from exc
+            raise SecretError(_NOT_REGULAR) from exc
         raise SecretError(f"cannot read secret key file: {exc.strerror}") from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SecretError("refusing to use a symlinked or non-regular secret key file")
+            raise SecretError(_NOT_REGULAR)
         raw = b""
         while chunk := os.read(fd, 4096):
             raw += chunk
@@ -65,7 +76,7 @@ def read_key(path: Path) -> bytes | None:
     if not _HEX_RE.match(text):
         raise SecretError("Secret key file is corrupt")
     key = bytes.fromhex(text)
-    if len(key) != 32:
+    if len(key) != _KEY_LEN:
         raise SecretError(f"Key file must contain exactly 32 bytes (got {len(key)})")
     return key
 
@@ -106,8 +117,13 @@ def encrypt(value: str, key: bytes) -> str:
     return ENC2_PREFIX + (nonce + ChaCha20Poly1305(key).encrypt(nonce, value.encode(), None)).hex()
 
 
-def resolve(key_path: str, value: str, load_key: KeyLoader) -> str:
+def resolve(
+    key_path: str, value: str, load_key: KeyLoader, environ: Mapping[str, str] | None = None
+) -> str:
     """Turn one stored secret into its plain value (CFG-SECRETS-05, CFG-SECRETS-07).
+
+    `environ` is the environment `op` runs with and whose `PATH` finds it (the process
+    environment when None).
 
     Raises:
         SecretError with the line to report.
@@ -120,11 +136,82 @@ def resolve(key_path: str, value: str, load_key: KeyLoader) -> str:
             f"'zeroclaw_ref config set {key_path}'"
         )
     if value.startswith(OP_PREFIX):
-        # Design: `op read` is not wired up yet; the reference is never resolved silently.
-        raise SecretError(
-            f"{key_path}: could not resolve 1Password reference: not supported in this build"
-        )
+        return resolve_op(key_path, value, os.environ if environ is None else environ)
     return value
+
+
+def resolve_op(key_path: str, reference: str, environ: Mapping[str, str]) -> str:
+    """[CFG-SECRETS-07] read `reference` with `op read`; the result is never stored.
+
+    Raises:
+        SecretError naming the key path and why; the value is never part of it.
+    """
+    prefix = f"{key_path}: could not resolve 1Password reference"
+    executable = shutil.which("op", path=environ.get("PATH", os.defpath))
+    if executable is None:
+        raise SecretError(f"{prefix}: op executable not found")
+    try:
+        # No shell, and stdin closed: an ACP server's stdin carries the protocol.
+        done = subprocess.run(
+            [executable, "read", reference],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=dict(environ),
+            timeout=OP_TIMEOUT_SECS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SecretError(f"{prefix}: op read timed out after {OP_TIMEOUT_SECS:g} s") from None
+    except OSError as exc:
+        raise SecretError(f"{prefix}: cannot run op: {exc.strerror}") from None
+    if done.returncode != 0:
+        raise SecretError(f"{prefix}: op read exited with status {done.returncode}")
+    try:
+        return done.stdout.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise SecretError(f"{prefix}: op read output is not valid UTF-8") from None
+
+
+def load_or_create_key(config_dir: Path) -> bytes:
+    """The key of `config_dir`, creating the key file when there is none (CFG-SECRETS-11..13).
+
+    Only a write that has a secret to encrypt calls this. An existing file is never replaced.
+
+    Raises:
+        SecretError when the existing file is unusable or creation fails; the write that
+        needed the key must be abandoned, leaving config.toml untouched (CFG-SECRETS-12).
+    """
+    path = key_file(config_dir)
+    existing = read_key(path)
+    if existing is not None:
+        return existing
+    key = _random.token_bytes(_KEY_LEN)
+    temp = config_dir / f"{KEY_FILE_NAME}.{_random.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        # [CFG-SECRETS-11] O_EXCL: never write through a file someone else placed there.
+        fd = os.open(temp, flags, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # the umask could only narrow it; make it exact
+            os.write(fd, (key.hex() + "\n").encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            # [CFG-SECRETS-11] link, unlike rename, fails when the final name exists.
+            os.link(temp, path)
+        except FileExistsError:
+            # [CFG-SECRETS-12] another process won the race: its key is the key.
+            winner = read_key(path)
+            if winner is None:
+                raise SecretError("cannot create secret key file: it vanished") from None
+            return winner
+    except OSError as exc:
+        # [CFG-SECRETS-12] [CFG-SECRETS-16] the reason only, never key material.
+        raise SecretError(f"cannot create secret key file: {exc.strerror or exc}") from None
+    finally:
+        temp.unlink(missing_ok=True)
+    return key
 
 
 class KeyLoader:

@@ -23,6 +23,7 @@ from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.base import ModelProvider
 
 if TYPE_CHECKING:
+    from zeroclaw_ref.mcp.sections import ActivatedToolSet
     from zeroclaw_ref.tools.skills import LoadedSkill
 
 _SEAL_MESSAGE = "ResolvedAgentExecution can only be created by resolve()"
@@ -76,6 +77,7 @@ class ResolvedIo:
     system_prompt: str
     deferred_section: str = ""
     pinned_section: str = ""
+    activated: ActivatedToolSet | None = None  # deferred mode only (POL-ASSEMBLE-19)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +160,7 @@ class ResolvedAgentExecution:
             "tools.capability": _sorted(origin.capability),
             "tools.mcp": _sorted(origin.mcp),
             "tools.skill": _sorted(origin.skill),
-            "tools.mcp_deferred": [],
+            "tools.mcp_deferred": _sorted(origin.mcp_deferred),
             "tools.tool_search": "tool_search" in io.tools.names,
             "prompt.system": io.system_prompt,
             "prompt.deferred_section": io.deferred_section,
@@ -216,7 +218,6 @@ class ResolvedAgentExecution:
         }
 
     def close(self) -> None:
-        """[POL-RESOLVE-15] close MCP connections opened for this execution (idempotent).
-
-        No connection is opened by this build yet, so there is nothing to release.
-        """
+        """[POL-RESOLVE-15] close MCP connections opened for this execution (idempotent);
+        process-wide peripheral ports stay open."""
+        self.io.tools.close_mcp()

@@ -260,40 +260,52 @@ def resolve(
         acp_delivery=switches.acp_delivery,
         list_deferred_mcp_specs=switches.list_deferred_mcp_specs,
     )
-    # 8. assemble()
+    # 8. assemble(): the only step that opens connections (MCP); any later failure releases
+    # them, so no partial execution is left behind [POL-RESOLVE-09]
     registry = ScopedToolRegistry.assemble(assembly)
-    # 9. approval manager: a fresh, empty session allow-list [POL-APPROVE-11]
-    approval = ApprovalManager(
-        risk.level, risk.auto_approve, risk.always_ask, switches.interaction, switches.approver
-    )
-    # 10. system prompt [POL-RESOLVE-14]
-    instructions = tuple((s.name, s.instructions) for s in skills)
-    prompt = build_system_prompt(agent_alias, agent.system_prompt, workspace, instructions)
-    io = ResolvedIo(registry, approval, switches.interaction, prompt)
-    parent = request.parent
-    lineage = ResolvedLineage(
-        executing_agent=agent_alias,
-        parent_agent=parent.agent_alias if parent else None,
-        parent_run_id=parent.lineage.run_id if parent else None,
-        depth=switches.depth,
-        surface=switches.surface,
-        run_id=run_id,
-    )
-    # 11. minting
-    with _minting():
-        execution = ResolvedAgentExecution(
-            agent_alias=agent_alias,
-            path=request.path,
-            assembly=assembly,
-            model=model,
-            io=io,
-            knobs=knobs,
-            security=security,
-            mcp=ResolvedMcpScope(False, granted, "none"),
-            skills=skills,
-            memory=memory,
-            lineage=lineage,
+    try:
+        # 9. approval manager: a fresh, empty session allow-list [POL-APPROVE-11]
+        approval = ApprovalManager(
+            risk.level, risk.auto_approve, risk.always_ask, switches.interaction, switches.approver
         )
+        # 10. system prompt [POL-RESOLVE-14]: the combined MCP block of MCP-PIN-05 is appended
+        # when either section is non-empty
+        instructions = tuple((s.name, s.instructions) for s in skills)
+        deferred, pinned = registry.deferred_section, registry.pinned_section
+        block = f"{deferred}\n\n{pinned}" if deferred or pinned else ""
+        prompt = build_system_prompt(
+            agent_alias, agent.system_prompt, workspace, instructions, mcp_block=block
+        )
+        io = ResolvedIo(
+            registry, approval, switches.interaction, prompt, deferred, pinned, registry.activated
+        )
+        parent = request.parent
+        lineage = ResolvedLineage(
+            executing_agent=agent_alias,
+            parent_agent=parent.agent_alias if parent else None,
+            parent_run_id=parent.lineage.run_id if parent else None,
+            depth=switches.depth,
+            surface=switches.surface,
+            run_id=run_id,
+        )
+        # 11. minting
+        with _minting():
+            execution = ResolvedAgentExecution(
+                agent_alias=agent_alias,
+                path=request.path,
+                assembly=assembly,
+                model=model,
+                io=io,
+                knobs=knobs,
+                security=security,
+                mcp=ResolvedMcpScope(registry.mcp_connected, granted, registry.mcp_mode),
+                skills=skills,
+                memory=memory,
+                lineage=lineage,
+            )
+    except BaseException:
+        registry.close_mcp()
+        raise
     with _observers_lock:
         observers = list(_observers)
     for callback in observers:

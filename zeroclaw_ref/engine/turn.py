@@ -42,6 +42,7 @@ from zeroclaw_ref.engine.events import (
     TurnOutcome,
 )
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution, is_minted
+from zeroclaw_ref.engine.exposure import TurnExposure
 from zeroclaw_ref.engine.history import trim
 from zeroclaw_ref.engine.images import attach_images
 from zeroclaw_ref.policy.approvals import DENIED_BY_USER, Decision, Requirement, runtime_denial_text
@@ -118,7 +119,14 @@ class TurnEngine:
             raise TypeError("turn engine requires a ResolvedAgentExecution minted by resolve()")
         if execution.path == "gateway-tools":
             raise ValueError("listing executions cannot run turns")
+        # [MCP-DISC-18] stale MCP lists are refreshed before this turn's specs exist, so the
+        # tool set never changes in the middle of a turn
+        execution.io.tools.refresh_mcp()
         turn = _Turn(self, execution, events, cancel)
+        knobs = execution.knobs
+        turn.exposure = TurnExposure.for_turn(
+            execution.io.tools, knobs.excluded_tools, knobs.tool_filter_groups, user_message
+        )
         stored: JSONObject = {"role": "user", "content": user_message}
         block = automemory.recall_block(execution, user_message)  # [POL-MEM-03]
         if block:
@@ -148,6 +156,10 @@ class _Turn:
         self.cancel = cancel
         self.model_view: dict[int, JSONObject] = {}
         self.delegation = Delegation(execution, engine, engine._clock)
+        self.exposure = TurnExposure(
+            execution.io.tools, execution.knobs.excluded_tools, frozenset()
+        )
+        self.attachments: dict[str, list[JSON]] = {}  # call id -> declared images
 
     def run(self, history: list[JSONObject], added: list[JSONObject]) -> TurnOutcome:
         limit = self.ex.knobs.max_tool_iterations
@@ -175,9 +187,7 @@ class _Turn:
     # --- one model request -------------------------------------------------------------
 
     def _specs(self) -> tuple[ToolSpec, ...]:
-        excluded = self.ex.knobs.excluded_tools  # [POL-ENGINE-03]
-        specs = self.ex.io.tools.specs
-        return tuple(s for s in specs if s.name not in excluded) if excluded else specs
+        return self.exposure.specs()  # [POL-ENGINE-03]
 
     def _model_round(self, conversation: list[JSONObject], specs: tuple[ToolSpec, ...]) -> _Round:
         trimmed = trim(conversation, self.ex.knobs.max_history_messages)  # [POL-ENGINE-10]
@@ -268,11 +278,17 @@ class _Turn:
         for index, call, approved in runnable:
             self._check_cancel()
             results[index] = self._execute(call, approved)
-        return [
+        messages: list[JSONObject] = [
             {"role": "tool", "content": results[i].output, "toolCallId": results[i].id,
              "name": results[i].name}
             for i in range(len(calls))
         ]  # fmt: skip
+        for message in messages:
+            # [MCP-RESULT-19] [POL-ENGINE-12] declared images travel with their tool message
+            declared = self.attachments.get(str(message["toolCallId"]))
+            if declared:
+                message["attachments"] = declared
+        return messages
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -285,20 +301,25 @@ class _Turn:
         name = call.name
         if name.strip().casefold() in {n.casefold() for n in self.ex.knobs.excluded_tools}:
             return self._refused(call, f"Error: Tool not available in this turn: {name}")
-        if self.ex.io.tools.get(name) is None:
+        if self.exposure.is_hidden(name):  # [MCP-TFG-05] hidden by tool_filter_groups
+            return self._refused(call, f"Error: Tool not available in this turn: {name}")
+        tool = self.exposure.lookup(name)  # [MCP-DEFER-16] activated tools, suffix included
+        if tool is None:
             return self._refused(call, f"Error: Unknown tool: {name}")
+        # Approval is decided for the tool that would run, so a suffix call cannot slip past
+        # an `always_ask` entry written for the prefixed name (POL-APPROVE-03).
         approval = self.ex.io.approval
-        requirement = approval.requirement(name)
+        requirement = approval.requirement(tool.name)
         if requirement is not Requirement.PROMPT:
             return requirement is Requirement.APPROVED
         approver = approval.approver
         if approver is None:
-            return self._refused(call, runtime_denial_text(name))  # [POL-APPROVE-07]
-        answer = approver.approve(name, _shown(call), self.cancel)
+            return self._refused(call, runtime_denial_text(tool.name))  # [POL-APPROVE-07]
+        answer = approver.approve(tool.name, _shown(call), self.cancel)
         if answer.decision is Decision.CANCELLED or self.cancel.is_set():
             raise _Stop(Cancelled())  # [ACP-PERM-13] no update for the unasked call
         if answer.decision is Decision.ALLOW_ALWAYS:
-            approval.allow_always(name)
+            approval.allow_always(tool.name)
             return True
         if answer.decision is Decision.ALLOW_ONCE:
             return True
@@ -306,14 +327,14 @@ class _Turn:
             return ToolFinished(call_id, name, DENIED_BY_USER, False)
         if answer.decision is Decision.REPLACE:
             return ToolFinished(call_id, name, answer.replacement, True)
-        return self._refused(call, runtime_denial_text(name))
+        return self._refused(call, runtime_denial_text(tool.name))
 
     @staticmethod
     def _refused(call: ToolCall, text: str) -> ToolFinished:
         return ToolFinished(call.id or "", call.name, text, False)
 
     def _execute(self, call: ToolCall, approved: bool) -> ToolFinished:
-        tool = self.ex.io.tools.get(call.name)
+        tool = self.exposure.lookup(call.name)
         assert tool is not None  # checked by _gate
         self.emit(ToolCallStarted(call.id or "", call.name, _shown(call)))
         result, text = self._invoke(tool, call, approved)
@@ -321,6 +342,9 @@ class _Turn:
             raise _Stop(Cancelled())  # the front door closes the open call (ACP-UPD-17)
         text = truncate(text, self.ex.knobs.max_tool_result_chars)  # [POL-ENGINE-08]
         data = result.data or {}
+        declared = data.get("attachments")  # mcp/adapters.py ATTACHMENTS_KEY
+        if isinstance(declared, list) and declared:
+            self.attachments[call.id or ""] = declared
         artifact = data.get(ARTIFACT_KEY)
         finished = ToolFinished(
             call.id or "",
@@ -341,7 +365,7 @@ class _Turn:
         if self._read_only_refuses(tool):
             refusal = f"Security policy: read-only mode, cannot perform '{call.name}'"
             return ToolResult.fail(refusal), f"Error: {refusal}"  # [POL-AUTO-06] [POL-AUTO-09]
-        arguments = call.arguments
+        arguments = self.exposure.forward(tool, call.arguments)  # [POL-APPROVE-14]
         if call.name in RUNTIME_APPROVED_TOOLS and isinstance(arguments, dict):
             arguments = {**arguments, "approved": approved}  # [POL-APPROVE-12]
         approver = self.ex.io.approval.approver

@@ -340,6 +340,8 @@ ERROR_CASES = [
 ]
 
 
+# Constant citations of the per-row IDs above, for tools/req_coverage.py.
+@pytest.mark.req("CFG-ENV-05", "CFG-ENV-08")
 @pytest.mark.parametrize(
     ("env", "expected"),
     [

@@ -287,6 +287,11 @@ SCHEMA_CASES = [
 ]
 
 
+# Constant citations of the per-row IDs above, for tools/req_coverage.py.
+@pytest.mark.req(
+    "CFG-SCHEMA-03", "CFG-SCHEMA-04", "CFG-SCHEMA-05", "CFG-MCP-02", "CFG-AUTO-06", "CFG-AUTO-07",
+    "CFG-AGENT-06",
+)  # fmt: skip
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -36,6 +36,7 @@ def _config(api_key: str, header: str = "plain") -> str:
 
 
 @pytest.mark.req("CFG-SECRETS-02", "CFG-SECRETS-03", "CFG-SECRETS-05", "CFG-SECRETS-09")
+@pytest.mark.req("CFG-DIR-07", "CFG-PROV-03", "CFG-MCP-04")
 def test_enc2_values_decrypt_round_trip(load: Loader, tmp_path: Path) -> None:
     _write_key(tmp_path, "  " + KEY.hex().upper() + "  \n")
     snapshot = load(_config(_enc("sk-élan".encode()), encrypt("tok", KEY)))
@@ -88,7 +89,7 @@ SECRET_ERRORS = [
         "CFG-SECRETS-07",
         False,
         "op://vault/item/field",
-        ["providers.p.api_key: could not resolve 1Password reference: not supported in this build"],
+        ["providers.p.api_key: could not resolve 1Password reference: op executable not found"],
     ),
 ]
 
@@ -108,7 +109,7 @@ def test_secret_errors_name_only_the_key_path(
     assert fail(_config(value)) == expected
 
 
-@pytest.mark.req("CFG-SECRETS-06", "CFG-SECRETS-02")
+@pytest.mark.req("CFG-SECRETS-06", "CFG-SECRETS-02", "CFG-PROV-03", "CFG-MCP-04")
 def test_every_secret_map_value_is_decrypted_and_errors_are_collected(fail: Failer) -> None:
     text = (
         f"[providers.p]\nkind = 'demo'\nextra_headers = {{ X = '{_enc(b'a')}' }}\n"

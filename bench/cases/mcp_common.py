@@ -1,0 +1,103 @@
+"""Shared by the MCP echo cases: the clients under test, server-everything, one session.
+
+Each sample is one session in a fresh process (`peers/mcp_echo_clients.py`): connect, the
+warm-up calls (discarded), the timed calls, close. server-everything runs on the machine's
+Node from `.peers/` (mcp.md §15.3).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from client import AgentSpec
+
+BENCH_DIR = Path(__file__).resolve().parents[1]
+REPO = BENCH_DIR.parent
+EVERYTHING = REPO / ".peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+CLIENTS = BENCH_DIR / "peers" / "mcp_echo_clients.py"
+SESSION_TIMEOUT_S = 300
+
+
+def missing() -> str | None:
+    """Why the MCP cases cannot run here, or None."""
+    if shutil.which("node") is None:
+        return "node not on PATH"
+    if not EVERYTHING.is_file():
+        return "npm install @modelcontextprotocol/server-everything@2026.8.31 (in .peers/)"
+    if importlib.util.find_spec("mcp") is None:
+        return "pip install mcp==2.3.0 (the `test` extra)"
+    return None
+
+
+def client_specs(names: tuple[str, ...]) -> list[AgentSpec]:
+    return [AgentSpec(name, (sys.executable, str(CLIENTS), name)) for name in names]
+
+
+def server_argv(mode: str) -> list[str]:
+    node = shutil.which("node")
+    assert node is not None
+    return [node, str(EVERYTHING), mode]
+
+
+def run_session(spec: AgentSpec, transport: str, target: str, warm: int, n: int) -> list[float]:
+    """One session of `spec`'s client; returns the timed round trips in seconds."""
+    argv = [*spec.argv, transport, target, str(warm), str(n)]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S, check=False, cwd=REPO
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{spec.name} ({transport}) failed: {proc.stderr[-2000:]}")
+    samples: list[float] = json.loads(proc.stdout)
+    if len(samples) != n:
+        raise RuntimeError(f"{spec.name}: {len(samples)} samples, expected {n}")
+    return samples
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class HttpServer:
+    """server-everything in `streamableHttp` mode on a free loopback port (context manager)."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        env = {**os.environ, "PORT": str(self.port)}
+        self.proc = subprocess.Popen(
+            server_argv("streamableHttp"),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def __enter__(self) -> HttpServer:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("server-everything (streamableHttp) exited at start-up")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.02)
+        self.__exit__()
+        raise RuntimeError("server-everything (streamableHttp) did not listen within 20 s")
+
+    def __exit__(self, *_exc: object) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -1,0 +1,194 @@
+"""Custom CA trust for HTTP servers (mcp.md §6.1), against a loopback HTTPS fake server whose
+certificate is issued by a private CA generated here with `cryptography`."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import logging
+import os
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.helpers.fake_mcp_http import FakeMcpHttp
+from tests.unit.mcp.conftest import Connect
+from zeroclaw_ref.config.model import McpServerConfig
+from zeroclaw_ref.mcp import McpConnectError, McpOptions
+from zeroclaw_ref.mcp.tls import read_ca_pem
+
+OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5)
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def _pki(tmp: Path) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for 127.0.0.1; returns (ca, cert, key) paths."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("zeroclaw test CA"))
+        .issuer_name(_name("zeroclaw test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (tmp / "ca.pem", tmp / "server.pem", tmp / "server.key")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.fixture
+def https(tmp_path: Path) -> Iterator[tuple[FakeMcpHttp, Path]]:
+    ca, cert, key = _pki(tmp_path)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server = FakeMcpHttp(tls=ctx)
+    yield server, ca
+    server.close()
+
+
+@pytest.mark.req("MCP-TLS-01", "MCP-TLS-08", "MCP-TLS-09", "MCP-TLS-10")
+def test_a_private_ca_is_added_to_the_default_trust(
+    connect: Connect, https: tuple[FakeMcpHttp, Path]
+) -> None:
+    server, ca = https
+    config = McpServerConfig(name="t", transport="http", url=server.url, tls_ca_cert_path=str(ca))
+    reg = connect(config, options=OPTS)
+    result = reg.call_tool("t__echo", {"message": "secure"})
+    assert result["content"] == [{"type": "text", "text": "Echo: secure"}]
+
+
+@pytest.mark.req("MCP-TLS-14", "MCP-TLS-15")
+def test_without_the_ca_the_handshake_fails_and_is_not_retried(
+    connect: Connect, https: tuple[FakeMcpHttp, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    server, _ = https
+    with caplog.at_level(logging.WARNING):
+        reg = connect(McpServerConfig(name="t", transport="http", url=server.url), options=OPTS)
+    assert reg.servers() == ()
+    assert "Failed to connect to MCP server `t`: connection error: SSLError" in caplog.text
+    assert not server.seen()
+
+
+@pytest.mark.req("MCP-TLS-11", "MCP-ERR-43")
+def test_a_plaintext_url_with_a_ca_is_refused(
+    connect: Connect, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ca, _, _ = _pki(tmp_path)
+    config = McpServerConfig(
+        name="t", transport="http", url="http://127.0.0.1:9/mcp", tls_ca_cert_path=str(ca)
+    )
+    with caplog.at_level(logging.WARNING):
+        connect(config, options=OPTS)
+    assert (
+        "tls_ca_cert_path requires an HTTPS configured remote URL; refusing plaintext transport"
+        in caplog.text
+    )
+
+
+@pytest.mark.req(
+    "MCP-TLS-03", "MCP-TLS-04", "MCP-TLS-05", "MCP-TLS-06", "MCP-TLS-07", "MCP-ERR-37",
+    "MCP-ERR-38", "MCP-ERR-39", "MCP-ERR-40", "MCP-ERR-41", "MCP-ERR-42",
+)  # fmt: skip
+def test_ca_file_checks(tmp_path: Path) -> None:
+    def fails(path: str) -> str:
+        with pytest.raises(McpConnectError) as err:
+            read_ca_pem("s", path)
+        return str(err.value)
+
+    assert (
+        fails("rel/ca.pem") == "MCP server `s` TLS CA certificate path must be absolute: rel/ca.pem"
+    )
+    missing = str(tmp_path / "missing.pem")
+    assert fails(missing).startswith(
+        f"MCP server `s` could not open TLS CA certificate file {missing}: "
+    )
+    assert fails(str(tmp_path)) == (
+        f"MCP server `s` TLS CA certificate path {tmp_path} must name a regular file"
+    )
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert fails(str(fifo)).endswith("must name a regular file")
+    big = tmp_path / "big.pem"
+    big.write_bytes(b"x" * 1_048_577)
+    assert fails(str(big)) == (
+        f"MCP server `s` TLS CA certificate file {big} exceeds the 1048576-byte limit"
+    )
+    empty = tmp_path / "empty.pem"
+    empty.write_text("")
+    assert fails(str(empty)) == (
+        f"MCP server `s` TLS CA certificate file {empty} contained no certificates"
+    )
+    bad = tmp_path / "bad.pem"
+    bad.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+    assert fails(str(bad)).startswith(f"MCP server `s` invalid PEM CA certificate in {bad}: ")
+    ca, _, _ = _pki(tmp_path)
+    assert "BEGIN CERTIFICATE" in read_ca_pem("s", str(ca))
+
+
+@pytest.mark.req("MCP-TLS-12", "MCP-TLS-13", "MCP-ERR-44", "MCP-ERR-45")
+def test_redirects_are_checked_and_bounded(
+    connect: Connect, https: tuple[FakeMcpHttp, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    server, ca = https
+    plain = FakeMcpHttp()
+    try:
+        server.state.redirect_to = plain.url
+        config = McpServerConfig(
+            name="t", transport="http", url=f"{server.base}/redir", tls_ca_cert_path=str(ca)
+        )
+        with caplog.at_level(logging.WARNING):
+            assert connect(config, options=OPTS).servers() == ()
+        assert (
+            "Failed to connect to MCP server `t`: tls_ca_cert_path forbids redirecting to plaintext"
+            in caplog.text
+        )
+        assert not plain.seen()  # not one byte reached the plaintext target
+        caplog.clear()
+        looping = McpServerConfig(name="u", transport="http", url=f"{plain.base}/redir")
+        with caplog.at_level(logging.WARNING):
+            assert connect(looping, options=OPTS).servers() == ()
+        assert "Failed to connect to MCP server `u`: too many redirects" in caplog.text
+        assert len(plain.seen("POST")) == 11  # the first request and ten redirects
+    finally:
+        plain.close()

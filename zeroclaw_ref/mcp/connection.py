@@ -1,0 +1,501 @@
+"""One server's connection: handshake, correlation, timeouts, cancellation and recovery
+(mcp.md §1, §2, §7).
+
+Goals: every request has its own one-shot `Slot`, so a response, a transport failure, a timeout
+and a caller cancellation race to resolve it exactly once (MCP-STDIO-11); a request that may
+have been written is never sent again (MCP-REC-01). Plan: `request` makes sure the connection is
+READY (running recovery lazily in the caller's thread, MCP-REC-06), then `_exchange` allocates
+an id, transmits and waits. Pre-write failures loop back through recovery at most
+`max_reconnect_attempts` times (MCP-REC-03). Server requests run on a small pool (MCP-S2C-06).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from zeroclaw_ref import __version__
+from zeroclaw_ref.config.model import McpServerConfig
+from zeroclaw_ref.core.cancel import CANCELLED, TIMED_OUT, CancelToken, Slot
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.mcp import handlers as h
+from zeroclaw_ref.mcp.discovery import TOOLS_LIST, McpTool, Requester, list_all, parse_tools
+from zeroclaw_ref.mcp.lifecycle import Event, State, next_state
+from zeroclaw_ref.mcp.options import McpOptions
+from zeroclaw_ref.mcp.transport import Outcome, PreWriteError, PreWriteFailure, Router, Transport
+from zeroclaw_ref.wire.acp import METHOD_INITIALIZE  # the JSON-RPC method name both protocols use
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = "2025-11-25"
+# [MCP-VER-01] the negotiated versions the client accepts, newest first.
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+INITIALIZED = "notifications/initialized"
+
+
+@dataclass(slots=True)
+class _Pending:
+    slot: Slot[Outcome]
+    op: str
+    method: str
+
+
+class _Retry(Exception):
+    """Internal: the request was not transmitted; reset and try again (MCP-REC-03)."""
+
+    def __init__(self, error: e.McpError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Connection(Router):
+    """The client side of one server in one registry; survives respawns until closed."""
+
+    def __init__(
+        self,
+        config: McpServerConfig,
+        make_transport: Callable[[Router], Transport],
+        handlers: h.ClientHandlers,
+        options: McpOptions,
+    ) -> None:
+        self.name = config.name
+        self.config = config
+        self.options = options
+        self.handlers = handlers
+        self._transport = make_transport(self)
+        transport = self._transport
+        self._lock = threading.Lock()
+        self._recover_lock = threading.Lock()
+        self._gate = threading.Lock() if transport.serial else None
+        self._state = State.CONNECTING
+        self._lossy = False  # [MCP-REC-07] BROKEN because a request's outcome became unknown
+        self._next_id = 1  # [MCP-RPC-02] never reset, across respawns included
+        self._generation = 0
+        self._pending: dict[int, _Pending] = {}
+        self._inflight: dict[str, bool] = {}  # server request id (JSON text) -> cancelled
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(1, options.handler_workers), thread_name_prefix=f"mcp-{self.name}"
+        )
+        self.protocol_version: str | None = None
+        self.server_capabilities: JSONObject = {}
+        self.server_info: JSON = None
+        self.instructions: str | None = None
+        self.tools: list[McpTool] = []
+        self.tools_stale = False
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        """[MCP-LIFE-07] the current state, for diagnostics."""
+        return self._state
+
+    def _fire(self, event: Event) -> State:
+        with self._lock:
+            self._state = next_state(self._state, event)
+            return self._state
+
+    def supports(self, capability: str) -> bool:
+        """[MCP-INIT-08] a capability counts when present with a non-null value."""
+        return self.server_capabilities.get(capability) is not None
+
+    def connect(self) -> None:
+        """First connect: open, handshake, discover tools, then READY (MCP-INIT-12).
+
+        Raises:
+            McpError: the connect failed; the connection is closed and must be dropped.
+        """
+        deadline = time.monotonic() + self.options.init_timeout_s
+        try:
+            self._open_and_handshake(deadline, self.options.init_timeout_s)
+            if self.supports("tools"):
+                self.tools = self.list_tools()
+            else:
+                log.info("MCP server `%s` declared no tools capability", self.name)
+            self._fire(Event.HANDSHAKE_OK)
+        except BaseException:
+            self.close()
+            raise
+
+    def requester(self, timeout: float) -> Requester:
+        """A `(method, params) -> result` callable bound to this connection and timeout."""
+        return lambda method, params: self.request(method, params, timeout)
+
+    def list_tools(self) -> list[McpTool]:
+        """[MCP-DISC-16] clear the stale flag, then list every page.
+
+        Raises:
+            McpError: the listing failed; the caller keeps the previous list.
+        """
+        self.tools_stale = False
+        opts = self.options
+        entries = list_all(
+            self.name, self.requester(opts.list_timeout_s), TOOLS_LIST, "tools", opts.max_list_pages
+        )
+        return parse_tools(self.name, entries)
+
+    def close(self) -> None:
+        """[MCP-LIFE-09] idempotent; pending requests fail with McpClosedError."""
+        with self._lock:
+            if self._state is State.CLOSED:
+                return
+            self._state = next_state(self._state, Event.CLOSE)
+            pending = list(self._pending.values())
+            self._pending.clear()
+        for entry in pending:
+            entry.slot.offer(e.closed(self.name))
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._transport.close()
+
+    # --- handshake ------------------------------------------------------------------------
+
+    def _open_and_handshake(self, deadline: float, init_t: float) -> None:
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        self._transport.open(generation, deadline)
+        self._handshake(deadline, init_t)
+
+    def _handshake(self, deadline: float, init_t: float) -> None:
+        """[MCP-INIT-01..11] [MCP-VER-01..03]"""
+        self._transport.set_protocol_version(None)
+        params: JSONObject = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": h.capabilities(self.handlers),
+            "clientInfo": {"name": "zeroclaw_ref", "version": __version__},
+        }
+        try:
+            result = self._exchange(METHOD_INITIALIZE, params, deadline, init_t, None, None)
+        except _Retry as retry:
+            raise retry.error from retry
+        except e.McpTimeoutError as exc:
+            raise e.McpTimeoutError(
+                self.name,
+                f"MCP server `{self.name}` timed out after {e.seconds(init_t)}s waiting for "
+                "initialize response",
+            ) from exc
+        except e.McpRpcError as exc:
+            raise e.McpRpcError(
+                self.name,
+                f"MCP server `{self.name}` rejected initialize: error {exc.code}: {exc.message}",
+                exc.code,
+                exc.message,
+                exc.data,
+            ) from exc
+        if not isinstance(result, dict):
+            raise e.McpProtocolError(
+                self.name, f"MCP server `{self.name}` returned an invalid initialize result"
+            )
+        version = result.get("protocolVersion")
+        if version not in SUPPORTED_VERSIONS or not isinstance(version, str):
+            raise e.McpProtocolError(
+                self.name,
+                f"MCP server `{self.name}` answered initialize with unsupported protocolVersion "
+                f"{dumps(version)}; supported: {', '.join(SUPPORTED_VERSIONS)}",
+            )
+        caps = result.get("capabilities")
+        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        self.server_info = result.get("serverInfo")
+        instructions = result.get("instructions")
+        # [MCP-INIT-09] kept for diagnostics only; never injected into a prompt
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.protocol_version = version
+        log.info("MCP server `%s` serverInfo %s", self.name, dumps(self.server_info))
+        self._transport.set_protocol_version(version)
+        try:
+            self._transport.send_message({"jsonrpc": "2.0", "method": INITIALIZED, "params": {}})
+        except (e.McpError, OSError) as exc:
+            # [MCP-INIT-10] a lost `initialized` is logged and otherwise ignored
+            log.warning("MCP server `%s`: could not send %s: %s", self.name, INITIALIZED, exc)
+        self._transport.after_initialized(deadline)
+
+    # --- requests -------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        params: JSONObject | None,
+        timeout: float,
+        *,
+        tool: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> JSON:
+        """Send one request and return its `result` (None when the response has none).
+
+        Raises:
+            McpError: any failure, with the exact §16 text; nothing was replayed.
+        """
+        deadline = time.monotonic() + timeout
+        op = e.op_text(method, tool)
+        last: e.McpError | None = None
+        for _ in range(self.options.max_reconnect_attempts + 1):
+            self._ensure_ready(deadline, timeout, op)
+            try:
+                return self._exchange(method, params, deadline, timeout, op, cancel)
+            except _Retry as retry:
+                last = retry.error
+                log.info("MCP server `%s`: %s; resetting before a new attempt", self.name, last)
+                with self._lock:
+                    if self._state is State.READY:
+                        self._state = next_state(self._state, Event.TRANSPORT_FAILED)
+        assert last is not None
+        raise last  # [MCP-REC-04]
+
+    def _ensure_ready(self, deadline: float, timeout: float, op: str) -> None:
+        state = self._state
+        if state is State.READY:
+            return
+        if state is State.CLOSED:
+            raise e.closed(self.name)
+        if state is State.POISONED:
+            raise e.unavailable(self.name)
+        if state is State.CONNECTING:
+            return  # only the handshake and first discovery run in this state
+        self._recover(deadline, timeout, op)
+
+    def _recover(self, deadline: float, timeout: float, op: str) -> None:
+        """[MCP-REC-06..09] reset plus full handshake; concurrent callers wait for one run."""
+        if not self._recover_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise e.timed_out_before(self.name, timeout, op)
+        try:
+            if self._state is not State.BROKEN:
+                self._ensure_ready(deadline, timeout, op)
+                return
+            remaining = deadline - time.monotonic()
+            init_t = min(self.options.init_timeout_s, remaining)
+            if init_t <= 0:
+                raise e.timed_out_before(self.name, timeout, op)
+            try:
+                self._transport.reset()
+                self._open_and_handshake(time.monotonic() + init_t, init_t)
+            except e.McpError as exc:
+                if self._lossy:
+                    self._fire(Event.RECOVERY_FAILED_LOSSY)
+                    raise e.unavailable(self.name) from exc
+                self._fire(Event.RECOVERY_FAILED)
+                if time.monotonic() >= deadline:
+                    raise e.timed_out_before(self.name, timeout, op) from exc
+                raise
+            with self._lock:
+                self._lossy = False
+                self.tools_stale = True  # [MCP-REC-09]
+            self._fire(Event.RECOVERED)
+        finally:
+            self._recover_lock.release()
+
+    def _exchange(
+        self,
+        method: str,
+        params: JSONObject | None,
+        deadline: float,
+        timeout: float,
+        op: str | None,
+        cancel: CancelToken | None,
+    ) -> JSON:
+        op = op or e.op_text(method)
+        if cancel is not None and cancel.is_set():
+            raise e.cancelled_before(self.name, op)  # [MCP-CANCEL-05]
+        gate = self._gate
+        # [MCP-RPC-11] [MCP-TIME-04] the gate wait counts against the deadline
+        if gate is not None and not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise e.timed_out_before(self.name, timeout, op)
+        try:
+            return self._transmit_and_wait(method, params, deadline, timeout, op, cancel)
+        finally:
+            if gate is not None:
+                gate.release()
+
+    def _transmit_and_wait(
+        self,
+        method: str,
+        params: JSONObject | None,
+        deadline: float,
+        timeout: float,
+        op: str,
+        cancel: CancelToken | None,
+    ) -> JSON:
+        if cancel is not None and cancel.is_set():
+            raise e.cancelled_before(self.name, op)
+        if time.monotonic() >= deadline:
+            raise e.timed_out_before(self.name, timeout, op)  # [MCP-TIME-05]
+        slot: Slot[Outcome] = Slot()
+        with self._lock:
+            if self._state is State.CLOSED:
+                raise e.closed(self.name)
+            if self._state is State.POISONED:
+                raise e.unavailable(self.name)
+            if self._state is State.BROKEN and method != METHOD_INITIALIZE:
+                # [MCP-HTTP-40] broke while this request waited at the gate: it was never
+                # written, so it goes through recovery and then onto the new session
+                raise _Retry(e.McpConnectError(self.name, f"MCP server `{self.name}` is broken"))
+            request_id = self._next_id
+            self._next_id += 1
+            self._pending[request_id] = _Pending(slot, op, method)
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            self._transport.send_request(message, request_id, slot, deadline, op)
+        except PreWriteError as exc:
+            self._forget(request_id)
+            raise _Retry(exc.error) from exc
+
+        def wake() -> None:
+            slot.offer(CANCELLED)
+
+        unregister = cancel.add_callback(wake) if cancel else None
+        try:
+            outcome = slot.get(timeout=max(0.0, deadline - time.monotonic()))
+        finally:
+            if unregister is not None:
+                unregister()
+        if outcome is TIMED_OUT:
+            self._abandon(request_id, method, f"timed out after {e.seconds(timeout)}s")
+            raise e.timed_out_during(self.name, timeout, op)  # [MCP-TIME-06]
+        if outcome is CANCELLED:
+            self._abandon(request_id, method, "cancelled by client")
+            raise e.cancelled_during(self.name, op)  # [MCP-CANCEL-06]
+        self._forget(request_id)
+        if isinstance(outcome, PreWriteFailure):
+            raise _Retry(outcome.error)
+        if isinstance(outcome, e.McpError):
+            raise outcome
+        assert isinstance(outcome, dict)
+        error = outcome.get("error")
+        if error is not None:
+            tool = params.get("name") if params else None
+            detail = error if isinstance(error, dict) else {}
+            raise e.rpc_error(self.name, method, tool if isinstance(tool, str) else None, detail)
+        return outcome.get("result")
+
+    def _forget(self, request_id: int) -> None:
+        with self._lock:
+            self._pending.pop(request_id, None)
+
+    def _abandon(self, request_id: int, method: str, reason: str) -> None:
+        """[MCP-CANCEL-01..04] stop waiting; abort the stream; tell the server (not initialize)."""
+        self._forget(request_id)
+        self._transport.abort(request_id)
+        if method == METHOD_INITIALIZE:
+            return  # [MCP-INIT-11]
+        note: JSONObject = {
+            "jsonrpc": "2.0",
+            "method": h.CANCELLED,
+            "params": {"requestId": request_id, "reason": reason},
+        }
+        try:
+            self._transport.send_message(note)
+        except (e.McpError, OSError) as exc:
+            log.debug("MCP server `%s`: cancellation not delivered: %s", self.name, exc)
+
+    # --- Router: what transports hand us --------------------------------------------------
+
+    def route(self, value: JSON, generation: int) -> None:
+        """[MCP-RPC-06] [MCP-RPC-07] classify and dispatch one value (object or batch)."""
+        if generation != self._generation:
+            return  # [MCP-STDIO-10] a reader of an ended incarnation
+        if isinstance(value, list):
+            for item in value:
+                self.route(item, generation)
+            return
+        if not isinstance(value, dict):
+            log.debug("MCP server `%s`: skipping a non-object message", self.name)
+            return
+        method = value.get("method")
+        if isinstance(method, str):
+            params = value.get("params")
+            args = params if isinstance(params, dict) else None
+            if value.get("id") is not None:
+                self._on_request(value["id"], method, args or {}, generation)
+            else:
+                self._on_notification(method, args)
+            return
+        if "id" in value:
+            self._on_response(value)
+            return
+        log.debug("MCP server `%s`: skipping an invalid message", self.name)
+
+    def _on_response(self, message: JSONObject) -> None:
+        """[MCP-RPC-03] [MCP-RPC-04] exact id match; unknown ids are dropped."""
+        rid = message.get("id")
+        entry = None
+        if type(rid) is int:
+            with self._lock:
+                entry = self._pending.pop(rid, None)
+        if entry is None:
+            log.debug("MCP server `%s`: dropping a response for unknown id %s", self.name, rid)
+            return
+        entry.slot.offer(message)
+
+    def _on_request(self, rid: JSON, method: str, params: JSONObject, generation: int) -> None:
+        """[MCP-RPC-05] [MCP-S2C-06] a server request never completes a client request."""
+        key = dumps(rid)
+        with self._lock:
+            self._inflight[key] = False
+        try:
+            self._pool.submit(self._answer, rid, key, method, params)
+        except RuntimeError:
+            log.debug("MCP server `%s`: closed; not answering `%s`", self.name, method)
+
+    def _answer(self, rid: JSON, key: str, method: str, params: JSONObject) -> None:
+        reply = h.answer_request(self.name, self.handlers, method, params)
+        with self._lock:
+            cancelled = self._inflight.pop(key, False)
+        if cancelled:
+            return  # [MCP-S2C-08]
+        try:
+            self._transport.send_message(reply.to_message(rid))
+        except (e.McpError, OSError) as exc:
+            log.debug("MCP server `%s`: answer to `%s` not delivered: %s", self.name, method, exc)
+
+    def _on_notification(self, method: str, params: JSONObject | None) -> None:
+        """[MCP-NOTE-01..03] [MCP-DISC-15] [MCP-DISC-20]"""
+        if method == h.TOOLS_LIST_CHANGED:
+            self.tools_stale = True
+        elif method == h.LOG_MESSAGE:
+            h.log_server_message(self.name, params)
+        elif method == h.CANCELLED:
+            target = params.get("requestId") if params else None
+            with self._lock:
+                key = dumps(target)
+                if key in self._inflight:
+                    self._inflight[key] = True
+        elif method != h.PROGRESS:
+            log.debug("MCP server `%s`: notification `%s`", self.name, method)
+        h.notify_hook(self.name, self.handlers, method, params)
+
+    def transport_failed(self, generation: int, cause: str, stderr_tail: str = "") -> None:
+        """[MCP-STDIO-19] fail every pending request at once; the connection becomes BROKEN."""
+        with self._lock:
+            if generation != self._generation or self._state is State.CLOSED:
+                return
+            pending = list(self._pending.values())
+            self._pending.clear()
+            if any(p.method != METHOD_INITIALIZE for p in pending):
+                self._lossy = True
+            self._state = next_state(self._state, Event.TRANSPORT_FAILED)
+        for entry in pending:
+            entry.slot.offer(e.outcome_unknown(self.name, entry.op, cause, stderr_tail))
+
+    def mark_broken(self, generation: int, lossy: bool) -> None:
+        with self._lock:
+            if generation != self._generation or self._state is State.CLOSED:
+                return
+            self._lossy = self._lossy or lossy
+            self._state = next_state(self._state, Event.TRANSPORT_FAILED)
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def fail_pending(self, error_text: str) -> None:
+        with self._lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+        for entry in pending:
+            entry.slot.offer(e.McpSizeLimitError(self.name, error_text))

@@ -1,0 +1,203 @@
+"""Event streams of the Streamable HTTP transport: POST response streams with resumption
+(mcp.md §4.5) and the standalone GET stream (§4.6).
+
+Both route every `message` event through the connection (MCP-HTTP-15); neither imports
+`requests`: they use the transport's `get` and the `httpbody.Body` view of a response.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from zeroclaw_ref.core.cancel import Slot
+from zeroclaw_ref.core.jsontypes import loads
+from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.mcp import httpbody as hb
+from zeroclaw_ref.mcp.ssestream import Oversized, SseEvent, SseParser
+from zeroclaw_ref.mcp.transport import Outcome, Router
+
+if TYPE_CHECKING:
+    from zeroclaw_ref.mcp.http import Exchange, HttpTransport, RequestsBody
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRY_MS = 1000  # [MCP-HTTP-25] [MCP-HTTP-36]
+MAX_REOPEN_DELAY_S = 30.0  # [MCP-HTTP-36]
+MAX_EMPTY_REOPENS = 5  # [MCP-HTTP-36]
+NO_STREAM = (400, 404, 405, 406)  # [MCP-HTTP-32]
+
+
+def deliver(server: str, router: Router, event: SseEvent | Oversized, generation: int) -> None:
+    """[MCP-HTTP-21] [MCP-HTTP-22] route one `message` event with data; skip the rest."""
+    if isinstance(event, Oversized):
+        log.warning("MCP server `%s`: discarded an oversized SSE event", server)
+        return
+    if event.type != "message":
+        log.debug("MCP server `%s`: ignoring SSE event type `%s`", server, event.type)
+        return
+    if not event.data:
+        return
+    try:
+        value = loads(event.data)
+    except ValueError:
+        log.debug("MCP server `%s`: skipping a non-JSON SSE event", server)
+        return
+    router.route(value, generation)
+
+
+def _continue(parser: SseParser) -> SseParser:
+    fresh = SseParser()
+    fresh.last_event_id, fresh.retry_ms = parser.last_event_id, parser.retry_ms
+    return fresh
+
+
+def read_post_stream(
+    transport: HttpTransport,
+    body: RequestsBody,
+    exchange: Exchange,
+    slot: Slot[Outcome],
+    deadline: float,
+    op: str,
+    generation: int,
+    prefetched: bytes | None = None,
+) -> Outcome | None:
+    """[MCP-HTTP-15] [MCP-HTTP-25..30] read until our reply arrives, resuming if needed.
+
+    Returns the failure to report, or None when the reply was routed (or the caller gave up).
+    Raises:
+        McpSizeLimitError: the stream exceeded the response limit (MCP-SIZE-06).
+    """
+    name = transport.name
+    parser = SseParser()
+    resumptions = 0
+    while True:
+        ended_by: Exception | None = None
+        try:
+            if prefetched is not None:
+                chunks = iter([prefetched])
+                prefetched = None
+            else:
+                chunks = hb.sse_limit_checks(name, body, transport.limit)
+            for chunk in chunks:
+                for event in parser.feed(chunk):
+                    deliver(name, transport.router, event, generation)
+                if slot.filled:
+                    return None  # [MCP-SIZE-07] stop counting: the stream is closed now
+        except (OSError, ValueError) as exc:
+            ended_by = exc
+        if exchange.aborted.is_set() or slot.filled:
+            return None
+        if parser.last_event_id is None:
+            if ended_by is not None:  # [MCP-HTTP-30]
+                cause = getattr(ended_by, "name", None) or type(ended_by).__name__
+                return e.outcome_unknown(name, op, f"connection error: {cause}")
+            return e.outcome_unknown(name, op, e.CAUSE_NO_SSE_RESPONSE)  # [MCP-HTTP-29]
+        if resumptions >= transport.options.max_resumptions:
+            return e.outcome_unknown(name, op, e.CAUSE_NO_SSE_RESPONSE)
+        resumptions += 1
+        wait_s = (parser.retry_ms if parser.retry_ms is not None else DEFAULT_RETRY_MS) / 1000
+        if time.monotonic() + wait_s > deadline:
+            return None  # [MCP-HTTP-27] the caller's wait ends with the timeout text
+        if exchange.aborted.wait(wait_s):
+            return None
+        remaining = max(0.001, deadline - time.monotonic())
+        try:
+            fresh = transport.get((min(30.0, remaining), remaining), parser.last_event_id)
+        except (OSError, ValueError) as exc:
+            return e.outcome_unknown(name, op, f"connection error: {type(exc).__name__}")
+        body.close()
+        body = fresh
+        exchange.body = fresh
+        if exchange.aborted.is_set():
+            return None
+        if not 200 <= fresh.status < 300 or not hb.is_sse(fresh.content_type):
+            return e.outcome_unknown(name, op, e.CAUSE_NO_SSE_RESPONSE)
+        parser = _continue(parser)
+
+
+class GetListener:
+    """[MCP-HTTP-31..36] the standalone GET stream, read on its own daemon thread."""
+
+    def __init__(self, transport: HttpTransport, generation: int) -> None:
+        self._transport = transport
+        self._generation = generation
+        self._stop = threading.Event()
+        self._body: RequestsBody | None = None
+        self.is_open = False
+
+    def start(self, wait_s: float) -> bool:
+        """Open the stream, waiting at most `wait_s` for its headers; False for "no stream"."""
+        body = self._open(wait_s, None)
+        if body is None:
+            return False
+        threading.Thread(
+            target=self._run, name=f"mcp-{self._transport.name}-get", daemon=True
+        ).start()
+        return True
+
+    def _open(self, wait_s: float, last_id: str | None) -> RequestsBody | None:
+        name = self._transport.name
+        try:
+            body = self._transport.get((min(30.0, wait_s), wait_s), last_id)
+        except (OSError, ValueError) as exc:
+            log.warning("MCP server `%s`: GET stream failed: %s", name, type(exc).__name__)
+            return None
+        status = body.status
+        ok = 200 <= status < 300
+        if status in NO_STREAM or (ok and not hb.is_sse(body.content_type)):
+            log.debug("MCP server `%s`: no GET stream (HTTP %d)", name, status)
+            self._transport.no_get_stream = True
+            body.close()
+            return None
+        if not ok:
+            log.warning("MCP server `%s`: GET stream answered HTTP %d", name, status)
+            body.close()
+            return None
+        body.clear_timeout()
+        self._body = body
+        self.is_open = True
+        if self._stop.is_set():
+            body.shutdown()
+        return body
+
+    def _run(self) -> None:
+        transport = self._transport
+        parser = SseParser(event_limit=transport.limit)
+        empty = 0
+        while self._body is not None:
+            body = self._body
+            seen = parser.events_seen
+            try:
+                for chunk in body.chunks():
+                    for event in parser.feed(chunk):
+                        deliver(transport.name, transport.router, event, self._generation)
+            except (OSError, ValueError):
+                pass
+            finally:
+                self.is_open = False
+                self._body = None
+                body.close()
+            if self._stop.is_set():
+                return
+            retry = (parser.retry_ms or DEFAULT_RETRY_MS) / 1000
+            empty = 0 if parser.events_seen > seen else empty + 1
+            if empty > MAX_EMPTY_REOPENS:
+                log.debug("MCP server `%s`: giving up on the GET stream", transport.name)
+                return
+            delay = min(retry * (2**empty if empty else 1), MAX_REOPEN_DELAY_S)
+            if self._stop.wait(delay):
+                return
+            self._open(transport.options.init_timeout_s, parser.last_event_id)
+            limit, last, retry_ms = transport.limit, parser.last_event_id, parser.retry_ms
+            parser = SseParser(event_limit=limit)
+            parser.last_event_id, parser.retry_ms = last, retry_ms
+
+    def stop(self) -> None:
+        """Abort the stream by socket shutdown (MCP-HTTP-46); the reader closes it."""
+        self._stop.set()
+        body = self._body
+        if body is not None:
+            body.shutdown()

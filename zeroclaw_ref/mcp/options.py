@@ -1,0 +1,30 @@
+"""The tuning knobs of the MCP client with their defaults (MCP-API-04, mcp.md §0.5, §7.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class McpOptions:
+    """[MCP-API-04] every timeout is in seconds and every size in bytes."""
+
+    init_timeout_s: float = 30
+    list_timeout_s: float = 30
+    default_tool_timeout_s: float = 180
+    max_tool_timeout_s: float = 600
+    max_reconnect_attempts: int = 2
+    stdio_max_message_bytes: int = 67_108_864
+    stderr_tail_bytes: int = 65_536
+    close_grace_s: float = 2
+    max_list_pages: int = 100
+    max_resumptions: int = 10
+    handler_workers: int = 4
+    era: Literal["legacy", "auto"] = "legacy"
+
+    def tool_timeout(self, configured: float | None) -> float:
+        """[MCP-TIME-01] the configured timeout or the default, never above the cap."""
+        chosen = configured if configured is not None and configured > 0 else None
+        value = self.default_tool_timeout_s if chosen is None else chosen
+        return min(value, self.max_tool_timeout_s)
