@@ -89,6 +89,15 @@ def _integer(value: SqlValue, column: str) -> int:
     return value
 
 
+_INSERT_TURN = (
+    "INSERT INTO acp_turns "
+    "(session_id, turn_index, messages_json, updates_json, created_at) "
+    "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
+    "WHERE t.session_id = s.id), ?, ?, ? "
+    "FROM acp_sessions s WHERE s.session_uuid = ? RETURNING turn_index"
+)
+
+
 class SessionStore:
     """Session rows and turn rows over one `Database`."""
 
@@ -200,34 +209,26 @@ class SessionStore:
             StoreError: when anything fails, including a session row deleted meanwhile;
                 nothing of the turn is kept (the caller logs a WARN, ACP-STORE-13).
         """
-        # [ACP-STORE-09] insert the turn row, set plan_json and last_activity — one transaction.
-        # Design: the session lookup and the next index are folded into the INSERT, so a turn
-        # costs two statements inside its transaction (bench/acp_prompt_rtt); a session row
-        # deleted meanwhile inserts nothing and is reported.
-        with self.db.atomic():
-            row = self.db.query_one(
-                "INSERT INTO acp_turns "
-                "(session_id, turn_index, messages_json, updates_json, created_at) "
-                "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
-                "WHERE t.session_id = s.id), ?, ?, ? "
-                "FROM acp_sessions s WHERE s.session_uuid = ? RETURNING turn_index",
-                (messages_json, updates_json, now, session_id),
-            )
+        # [ACP-STORE-09] the turn row, plan_json and last_activity in one transaction. Design:
+        # the session lookup and the next index are folded into the INSERT, and a trigger
+        # (schema 0002) refreshes last_activity, so a turn without a plan is ONE statement —
+        # its own transaction — and a turn with one adds a single UPDATE inside BEGIN/COMMIT
+        # (bench/acp_prompt_rtt). A session row deleted meanwhile inserts nothing.
+        gone = StoreError(f"session {session_id} is no longer in the store")
+        if plan_json is None:
+            row = self.db.query_one(_INSERT_TURN, (messages_json, updates_json, now, session_id))
             if row is None:
-                raise StoreError(f"session {session_id} is no longer in the store")
-            turn_index = _integer(row[0], "turn_index")
-            if plan_json is None:
-                self.db.execute(
-                    "UPDATE acp_sessions SET last_activity = ? WHERE session_uuid = ?",
-                    (now, session_id),
-                )
-            else:
-                self.db.execute(
-                    "UPDATE acp_sessions SET plan_json = ?, last_activity = ? "
-                    "WHERE session_uuid = ?",
-                    (plan_json, now, session_id),
-                )
-        return turn_index
+                raise gone
+            return _integer(row[0], "turn_index")
+        with self.db.atomic():
+            row = self.db.query_one(_INSERT_TURN, (messages_json, updates_json, now, session_id))
+            if row is None:
+                raise gone  # rolls the (empty) transaction back
+            self.db.execute(
+                "UPDATE acp_sessions SET plan_json = ? WHERE session_uuid = ?",
+                (plan_json, session_id),
+            )
+        return _integer(row[0], "turn_index")
 
     def delete(self, session_id: str) -> bool:
         """Delete a session row and, by cascade, its turns; False when no row has that id.

@@ -119,10 +119,10 @@ def test_an_sql_error_inside_becomes_store_error_and_the_handle_stays_usable(
 @pytest.mark.req("ACP-STORE-03")
 def test_migration_sets_user_version_and_creates_the_tables(tmp_path: Path) -> None:
     database = Database(tmp_path / "m.db")
-    assert database.migrate("acp") == 1
-    assert database.user_version() == 1
-    tables = {row[0] for row in database.query("SELECT name FROM sqlite_master")}
-    assert {"acp_sessions", "acp_turns"} <= tables
+    assert database.migrate("acp") == 2
+    assert database.user_version() == 2
+    names = {row[0] for row in database.query("SELECT name FROM sqlite_master")}
+    assert {"acp_sessions", "acp_turns", "acp_turns_touch_session"} <= names
 
 
 def test_reopening_a_migrated_file_runs_no_migration(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_reopening_a_migrated_file_runs_no_migration(tmp_path: Path) -> None:
     lines: list[str] = []
     database = Database(tmp_path / "m.db", trace=lines.append)
     lines.clear()
-    assert database.migrate("acp") == 1
+    assert database.migrate("acp") == 2
     assert lines == ["PRAGMA user_version"]
 
 

@@ -19,6 +19,11 @@ SID = "5b0c9d3e-2f4a-4c61-9a7e-1d2b3c4d5e6f"
 T0, T1, T2 = "2026-03-02T10:00:00Z", "2026-03-02T10:15:00Z", "2026-03-02T10:30:00Z"
 
 
+def _runs(lines: list[str]) -> list[str]:
+    """The trace with consecutive repeats folded (trigger programs repeat their statement)."""
+    return [line for i, line in enumerate(lines) if i == 0 or lines[i - 1] != line]
+
+
 @pytest.fixture
 def traced(tmp_path: Path) -> tuple[SessionStore, list[str]]:
     lines: list[str] = []
@@ -45,15 +50,15 @@ def test_append_turn_without_a_plan_runs_exactly_this_sql(
 ) -> None:
     store, lines = traced
     assert store.append_turn(SID, '[{"m":1}]', '[{"u":1}]', None, T1) == 0
-    assert lines == [
-        "BEGIN IMMEDIATE",
+    # One statement, its own transaction; the schema's trigger refreshes last_activity.
+    # (SQLite's trace reports the statement again for its trigger program: compare runs.)
+    assert _runs(lines) == [
         "INSERT INTO acp_turns (session_id, turn_index, messages_json, updates_json, created_at) "
         "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
         f"""WHERE t.session_id = s.id), '[{{"m":1}}]', '[{{"u":1}}]', '{T1}' """
         f"FROM acp_sessions s WHERE s.session_uuid = '{SID}' RETURNING turn_index",
-        f"UPDATE acp_sessions SET last_activity = '{T1}' WHERE session_uuid = '{SID}'",
-        "COMMIT",
     ]
+    assert store.db.query("SELECT last_activity FROM acp_sessions") == [(T1,)]
 
 
 @pytest.mark.req("ACP-STORE-09")
@@ -64,14 +69,14 @@ def test_append_turn_with_a_plan_sets_it_in_the_same_transaction(
     store.append_turn(SID, "[]", "[]", None, T1)
     lines.clear()
     assert store.append_turn(SID, "[]", "[]", '[{"content":"a"}]', T2) == 1
-    assert lines == [
+    assert _runs(lines) == [
         "BEGIN IMMEDIATE",
         "INSERT INTO acp_turns (session_id, turn_index, messages_json, updates_json, created_at) "
         "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM acp_turns t "
         f"WHERE t.session_id = s.id), '[]', '[]', '{T2}' "
         f"FROM acp_sessions s WHERE s.session_uuid = '{SID}' RETURNING turn_index",
-        """UPDATE acp_sessions SET plan_json = '[{"content":"a"}]', """
-        f"last_activity = '{T2}' WHERE session_uuid = '{SID}'",
+        """UPDATE acp_sessions SET plan_json = '[{"content":"a"}]' """
+        f"WHERE session_uuid = '{SID}'",
         "COMMIT",
     ]
 
