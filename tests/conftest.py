@@ -28,6 +28,8 @@ PEER_INSTALL = {
     "server-filesystem": "npm install @modelcontextprotocol/server-filesystem@2026.8.31 (.peers/)",
     "mcp-conformance": "npm install @modelcontextprotocol/conformance@0.1.16 (.peers/)",
     "node22": "npm install node@22 (in .peers/node22/, which has its own package.json)",
+    "tmux": "apt-get update && apt-get install -y tmux",
+    "chromium": "apt-get install chromium chromium-driver; selenium==4.50.0 (the `test` extra)",
 }
 # npm peers run as `node <entry point>` from .peers/ (mcp.md §15.2); require_peer returns the path.
 NODE_PEERS = {
@@ -61,6 +63,23 @@ def require_peer(name: str) -> ModuleType | str:
             _missing(name, "node not on PATH")
         assert path is not None
         return path
+    if name == "tmux":
+        found = shutil.which("tmux")
+        if found is None:
+            _missing(name, "tmux not on PATH")
+        assert found is not None
+        return found
+    if name == "chromium":
+        # Debian's browser and its matching driver, driven through selenium (the dashboard tests).
+        found = {tool: shutil.which(tool) for tool in ("chromium", "chromedriver")}
+        absent = [tool for tool, path in found.items() if path is None]
+        if absent:
+            _missing(name, f"{', '.join(absent)} not on PATH")
+        try:
+            importlib.import_module("selenium")
+        except ImportError as exc:
+            _missing(name, str(exc))
+        return str(found["chromium"])
     if name == "node22":
         if not (NODE22 / "node").is_file():
             _missing(name, f"{NODE22 / 'node'} not found")

@@ -1,4 +1,4 @@
-"""`zeroclaw_ref config get | set | unset | list | validate | rename` (config.md §12, §13.2).
+"""`zeroclaw_ref config get | set | unset | list | validate | rename | edit` (config.md §12, §13).
 
 Every change goes through `config/write.py`, the write path the gateway and the editors share;
 this module only reads the command line, takes secret input safely and prints. Exit status 0
@@ -24,10 +24,6 @@ from zeroclaw_ref.config.model import ConfigError
 from zeroclaw_ref.core import jsontypes
 from zeroclaw_ref.core.jsontypes import JSONObject
 
-_DESCRIPTION = (
-    "Read and change config.toml. set, unset and rename rewrite the whole file from its data: "
-    "comments and formatting are not kept."
-)
 _SECRET_TTY = "Secret input requires a terminal on stdin; use --value-stdin or --no-interactive"
 # A leading key path in a message, for `validate --json` (CFG-CLI-28).
 _PATH_RE = re.compile(r"^([a-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+|\[\d+\])+)[: ]")
@@ -52,42 +48,6 @@ class _Refused(Exception):
         self.lines = lines
 
 
-def add_config_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `config` and its actions on the main parser's subcommands."""
-    config = commands.add_parser(
-        "config", help="read and change config.toml", description=_DESCRIPTION
-    )
-    config.add_argument(
-        "--config-dir", dest="sub_config_dir", metavar="DIR", default=argparse.SUPPRESS
-    )
-    actions = config.add_subparsers(dest="config_action", required=True, metavar="ACTION")
-    parsers = {
-        name: actions.add_parser(name, help=text, description=_DESCRIPTION)
-        for name, text in (
-            ("get", "print one value"),
-            ("set", "set one value"),
-            ("unset", "remove a key, entry, server or table"),
-            ("list", "print every value"),
-            ("validate", "check the configuration"),
-            ("rename", "rename an MCP server in place"),
-        )
-    }
-    for parser in parsers.values():
-        parser.add_argument(
-            "--config-dir", dest="sub_config_dir", metavar="DIR", default=argparse.SUPPRESS
-        )
-    for name in ("get", "set", "unset", "rename"):
-        parsers[name].add_argument("key_path", metavar="KEY_PATH")
-    for name in ("get", "list", "validate"):
-        parsers[name].add_argument("--json", action="store_true")
-    parsers["set"].add_argument("value", nargs="?", metavar="VALUE")
-    parsers["set"].add_argument("--value-stdin", action="store_true")
-    parsers["set"].add_argument("--no-interactive", action="store_true")
-    parsers["list"].add_argument("--filter", metavar="PREFIX")
-    parsers["list"].add_argument("--secrets", action="store_true")
-    parsers["rename"].add_argument("new_name", metavar="NEW_NAME")
-
-
 def run_config(args: argparse.Namespace, environ: Mapping[str, str], io: Streams) -> int:
     """Run one `config` action; returns the exit status (CFG-CLI-01)."""
     config_dir, data_dir = resolve_dirs(
@@ -100,6 +60,10 @@ def run_config(args: argparse.Namespace, environ: Mapping[str, str], io: Streams
         if action in ("get", "list"):
             _show(args, config_dir, environ, io)
             return 0
+        if action == "edit":
+            from zeroclaw_ref.cli.config_edit import run_editor
+
+            return run_editor(config_dir, data_dir, environ, io)  # [CFG-UI-12]
         key_path = _change(args, config_dir, io)
     except (ConfigError, _Refused) as exc:
         for line in exc.lines:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from zeroclaw_ref import __version__
-from zeroclaw_ref.cli.config_cmd import Streams, add_config_parser, run_config
+from zeroclaw_ref.cli.config_args import add_config_parser
 from zeroclaw_ref.config.model import ConfigError, ConfigSnapshot
 from zeroclaw_ref.core import log as logsetup
 from zeroclaw_ref.core.clock import Clock, FixedClock, SystemClock
@@ -167,6 +167,8 @@ def _run_cron(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _run_config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """`config get | set | unset | list | validate | rename` (config.md §12, §13.2)."""
+    from zeroclaw_ref.cli.config_cmd import Streams, run_config
+
     return run_config(args, environ, Streams(sys.stdin, sys.stdout, sys.stderr))
 
 

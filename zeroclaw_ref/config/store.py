@@ -33,6 +33,11 @@ class ConfigStore:
         self._snapshot: ConfigSnapshot | None = None
         self._stamp: _Stamp = None
 
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment every snapshot is loaded with (its overrides, CFG-ENV-11)."""
+        return self._environ
+
     def _current_stamp(self) -> _Stamp:
         try:
             info = config_file(self._config_dir).stat()

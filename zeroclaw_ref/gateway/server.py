@@ -21,7 +21,7 @@ from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.limits import SHUTDOWN_BUDGET_SECS
 from zeroclaw_ref.cron.scheduler import Scheduler
 
-from . import api, pairing, ws
+from . import api, config_api, pairing, ws
 from .request import GatewayDeps, GatewayState, HttpRequest, Reply, Route
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("GET", "/api/tools"): api.tools,
     ("GET", "/pair/code"): pairing.get_code,
     ("POST", "/pair"): pairing.post_pair,
+    **config_api.ROUTES,
 }
 # [ACP-GW-12] the pairing routes are the only unauthenticated ones.
 OPEN_ROUTES = frozenset({("GET", "/pair/code"), ("POST", "/pair")})
@@ -196,7 +197,7 @@ class Gateway:
             if inside and any(path == request.path for _, path in ROUTES):
                 return Reply.error(405, METHOD_NOT_ALLOWED)
             return Reply.error(404, NOT_FOUND)
-        if request.verb == "POST":
+        if request.verb in ("POST", "PUT"):
             raw = (handler.headers.get("Content-Length") or "0").strip()
             length = int(raw) if raw.isascii() and raw.isdigit() else -1
             if length < 0:
