@@ -14,6 +14,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -33,6 +34,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -41,7 +43,7 @@ class FakeState:
     sessions: set[str] = field(default_factory=set)
     counter: Any = field(default_factory=lambda: itertools.count(1))
     stale_status: int = 404  # or 400 (server-everything)
-    get_mode: str = "405"  # "405" or "stream"
+    get_mode: str = "405"  # "405", "stream" or "brief" (one event, then empty streams)
     big_bytes: int = 0
     answers: dict[Any, threading.Event] = field(default_factory=dict)
     answer_values: dict[Any, Any] = field(default_factory=dict)
@@ -131,6 +133,17 @@ class Handler(BaseHTTPRequestHandler):
         if last is not None and last in self.st.pending_replies:
             self._sse_start()
             self._event(self.st.pending_replies.pop(last), "e2")
+            self._sse_end()
+            return
+        if self.st.get_mode == "brief":
+            # MCP-HTTP-36: the first stream sets `retry` and carries one event; every
+            # stream after it ends without an event, so the client backs off and gives up.
+            self._sse_start()
+            if last is None:
+                note = {"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "info", "data": "hello from GET"}}  # fmt: skip
+                self._chunk("retry: 20\n")
+                self._event(note, "g1")
             self._sse_end()
             return
         if self.st.get_mode != "stream":

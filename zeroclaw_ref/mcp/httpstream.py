@@ -184,7 +184,7 @@ class GetListener:
                 return
             retry = (parser.retry_ms or DEFAULT_RETRY_MS) / 1000
             empty = 0 if parser.events_seen > seen else empty + 1
-            if empty > MAX_EMPTY_REOPENS:
+            if empty >= MAX_EMPTY_REOPENS:  # the 5th empty reopened stream was the last
                 log.debug("MCP server `%s`: giving up on the GET stream", transport.name)
                 return
             delay = min(retry * (2**empty if empty else 1), MAX_REOPEN_DELAY_S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -140,6 +141,31 @@ def test_a_reply_on_the_get_stream_completes_an_empty_post(
     reg = connect(http_config(fake), options=OPTS)
     wait_for(lambda: bool(fake.state.get_streams), "GET stream")
     assert _text(reg.call_tool("h__get_reply", {})) == "via get"
+
+
+@pytest.mark.req("MCP-HTTP-36", "MCP-HTTP-34")
+def test_an_ended_get_stream_is_reopened_with_backoff_then_given_up(
+    connect: Connect, fake: FakeMcpHttp
+) -> None:
+    """The first GET stream sets `retry: 20` and delivers event `g1`; every later one ends
+    empty. Reopens carry `Last-Event-ID: g1`, wait 20 ms and then double after each empty
+    stream (40, 80, 160, 320 ms), and stop after the fifth empty reopened stream."""
+    fake.state.get_mode = "brief"
+    connect(http_config(fake), options=OPTS)
+
+    def listener_alive() -> bool:
+        return any(t.name == "mcp-h-get" and t.is_alive() for t in threading.enumerate())
+
+    wait_for(lambda: len(fake.seen("GET")) >= 6, "six GET streams")
+    wait_for(lambda: not listener_alive(), "the GET listener to give up")
+    gets = fake.seen("GET")
+    assert len(gets) == 6  # the first stream and five empty reopenings, then no more
+    assert "Last-Event-ID" not in gets[0].headers
+    assert all(g.headers.get("Last-Event-ID") == "g1" for g in gets[1:])
+    gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(gets)]
+    for gap, expected in zip(gaps, (0.02, 0.04, 0.08, 0.16, 0.32), strict=True):
+        assert gap >= expected * 0.9, (gaps, expected)  # lower bounds only: no timing flake
+    assert gaps[4] > gaps[1]  # the delay grows
 
 
 @pytest.mark.req("MCP-HTTP-16", "MCP-HTTP-14", "MCP-HTTP-17", "MCP-HTTP-19", "MCP-HTTP-41")
