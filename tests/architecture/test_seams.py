@@ -10,6 +10,7 @@ import pickle
 
 import pytest
 
+from tests.architecture._imports import PACKAGE as PACKAGE_DIR
 from tests.architecture._imports import module_name, package_files
 
 MINTERS = {
@@ -104,3 +105,20 @@ def execution(tmp_path):  # type: ignore[no-untyped-def]
 
     config = load_config(tmp_path / "cfg", tmp_path / "data", {})
     return resolve(config, "default", PathRequest("cli-run"))
+
+
+@pytest.mark.req("ACP-REAP-04")
+def test_the_gateway_never_reaps_idle_sessions() -> None:
+    reaper_names = {"reap_idle", "_reap_loop"}
+    found = []
+    for path in package_files():
+        if "zeroclaw_ref/gateway/" not in path.as_posix():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = getattr(node, "attr", None) or getattr(node, "id", None)
+            if name in reaper_names:
+                found.append(f"{path.name}:{node.lineno} {name}")
+    assert not found, found
+    server = ast.parse((PACKAGE_DIR / "acp" / "server.py").read_text(encoding="utf-8"))
+    # the names above must still be the reaper's, or this test would pass vacuously
+    assert "reap_idle" in {n.name for n in ast.walk(server) if isinstance(n, ast.FunctionDef)}

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.fake_board import FakeBoard
 from tests.parity.index import INDEX, TESTED, TRACKED_DIVERGENCE, ParityRow
+from tests.parity.world import BUILDERS, SERVER, SKILL, make_world
+from zeroclaw_ref.config.model import DEFAULT_AUTO_APPROVE, RuntimeProfileConfig
 
 HERE = Path(__file__).parent
 TRACKING = re.compile(r"^(POL|CFG|ACP|MCP)-[A-Z]+-[0-9]{2}$")
@@ -97,3 +100,30 @@ def test_parity_no_test_here_is_skipped_or_expected_to_fail() -> None:
         if pattern in path.read_text(encoding="utf-8")
     ]
     assert found == []
+
+
+@pytest.mark.req("POL-PARITY-11")
+def test_parity_fixture_gives_the_subject_a_non_default_value_everywhere(tmp_path: Path) -> None:
+    board = FakeBoard()
+    try:
+        world = make_world(tmp_path, board)
+    finally:
+        board.stop()
+    config = world.config
+    agent = config.agents["subject"]
+    risk = dict(config.risk_profiles[agent.risk_profile].values)
+    assert risk["allowed_tools"] and risk["excluded_tools"] and risk["always_ask"]
+    assert set(risk["auto_approve"]) - set(DEFAULT_AUTO_APPROVE)
+    runtime = config.runtime_profiles[agent.runtime_profile]
+    default = RuntimeProfileConfig(name=runtime.name)
+    for knob in ("max_tool_iterations", "max_history_messages", "max_tool_result_chars",
+                 "parallel_tools", "shell_timeout_secs", "max_delegation_depth", "auto_memory",
+                 "tool_filter_groups"):  # fmt: skip
+        assert getattr(runtime, knob) != getattr(default, knob), knob
+    provider = config.providers[agent.model_provider]
+    assert provider.kind == "scripted" and provider.temperature not in (None, 0.7)
+    assert [config.mcp_bundles[b].servers for b in agent.mcp_bundles] == [(SERVER,)]
+    assert (world.subject_ws / "skills" / SKILL).is_dir()
+    assert config.peripherals.enabled and len(config.peripherals.boards) == 1
+    assert agent.acp_enable_mcp and not world.no_mcp_config.agents["subject"].acp_enable_mcp
+    assert "acp/no-mcp" in BUILDERS

@@ -45,7 +45,14 @@ from zeroclaw_ref.engine.execution import ResolvedAgentExecution, is_minted
 from zeroclaw_ref.engine.exposure import TurnExposure
 from zeroclaw_ref.engine.history import trim
 from zeroclaw_ref.engine.images import attach_images
-from zeroclaw_ref.policy.approvals import DENIED_BY_USER, Decision, Requirement, runtime_denial_text
+from zeroclaw_ref.policy.approvals import (
+    DENIED_BY_USER,
+    RUNTIME_FLAGS,
+    Decision,
+    Requirement,
+    runtime_denial_text,
+    summarize_arguments,
+)
 from zeroclaw_ref.providers.base import (
     InvalidCompletion,
     ModelRequest,
@@ -294,6 +301,16 @@ class _Turn:
         if self.cancel.is_set():
             raise _Stop(Cancelled())  # [ACP-RT-04] between tool calls
 
+    def _audit(self, tool: str, call: ToolCall, decision: str, by: str) -> None:
+        """[POL-APPROVE-18] one line per approval decision, arguments summarised (secrets
+        redacted, POL-APPROVE-16). Design: INFO, because ACP-TR-03 keeps stderr at WARN by
+        default; the audit line appears as soon as the operator raises the level."""
+        summary = summarize_arguments(_shown(call), RUNTIME_FLAGS)
+        log.info(
+            "approval: agent=%s tool=%s decision=%s by=%s args=%s",
+            self.ex.agent_alias, tool, decision, by, summary,
+        )  # fmt: skip
+
     def _gate(self, call: ToolCall) -> ToolFinished | bool:
         """Lookup, exclusion and approval (POL-ENGINE-04..06); a result when refused, else the
         runtime approval flag for the call."""
@@ -314,10 +331,15 @@ class _Turn:
             return requirement is Requirement.APPROVED
         approver = approval.approver
         if approver is None:
+            self._audit(tool.name, call, "denied", "runtime")
             return self._refused(call, runtime_denial_text(tool.name))  # [POL-APPROVE-07]
         answer = approver.approve(tool.name, _shown(call), self.cancel)
         if answer.decision is Decision.CANCELLED or self.cancel.is_set():
             raise _Stop(Cancelled())  # [ACP-PERM-13] no update for the unasked call
+        if answer.decision is Decision.NO_DECISION:
+            self._audit(tool.name, call, "denied", "runtime")
+        else:
+            self._audit(tool.name, call, answer.decision.value, "operator")
         if answer.decision is Decision.ALLOW_ALWAYS:
             approval.allow_always(tool.name)
             return True

@@ -24,7 +24,14 @@ from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import RandomIds
 from zeroclaw_ref.core.jsontypes import JSONObject
-from zeroclaw_ref.engine.events import Failed, FailureKind, TextDelta, TurnEvent, UsageReported
+from zeroclaw_ref.engine.events import (
+    Completed,
+    Failed,
+    FailureKind,
+    TextDelta,
+    TurnEvent,
+    UsageReported,
+)
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import ResolveError
 from zeroclaw_ref.store.sessions import SessionStore, StoreError
@@ -161,7 +168,7 @@ FALLBACKS = [
 ]
 
 
-@pytest.mark.req("ACP-LOAD-04", "POL-PATH-06")
+@pytest.mark.req("ACP-LOAD-04", "POL-PATH-06", "ACP-LOAD-08")
 @pytest.mark.parametrize(("agents", "expected"), FALLBACKS)
 @pytest.mark.parametrize("method", ["session/load", "session/resume"])
 def test_a_restore_falls_back_to_the_default_or_the_only_agent(
@@ -205,8 +212,9 @@ def test_a_restore_with_no_dispatchable_agent_fails(tmp_path: Path, agents: str)
     second.close()
 
 
-@pytest.mark.req("ACP-LOAD-04")
-def test_a_restore_never_uses_the_gateway_agent(tmp_path: Path) -> None:
+@pytest.mark.req("ACP-LOAD-04", "ACP-NEW-06")
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+def test_a_restore_never_uses_the_gateway_agent(tmp_path: Path, method: str) -> None:
     first = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}")
     sid = first.new()
     second = _restart(
@@ -215,7 +223,7 @@ def test_a_restore_never_uses_the_gateway_agent(tmp_path: Path) -> None:
         BASE + f"[agents.b]\n{AGENT}[agents.c]\n{AGENT}",
         options=ServerOptions(connection_agent="c"),
     )
-    answer = second.call(1, "session/resume", {"sessionId": sid})
+    answer = second.call(1, method, {"sessionId": sid})
     assert answer["error"] == {
         "code": -32603,
         "message": f"Failed to create agent: no dispatchable agent to restore session {sid}",
@@ -597,4 +605,95 @@ def test_the_agent_workspace_stays_a_root_and_the_source_of_skills_whatever_the_
     # and without a cwd the agent workspace is the session workspace itself
     other = harness.new(2)
     assert harness.session(other).execution.security.workspace_dir == agent_ws.resolve()
+    harness.close()
+
+
+@pytest.mark.req("ACP-INIT-07")
+def test_initialize_reports_the_installed_package_version(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    harness = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}", store=False)
+    info = harness.call(1, "initialize", {})["result"]["agentInfo"]  # type: ignore[index]
+    assert info["version"] == version("zeroclaw_ref")
+    harness.close()
+
+
+@pytest.mark.req("ACP-TR-33")
+def test_every_update_of_a_turn_is_written_before_its_prompt_response(tmp_path: Path) -> None:
+    harness = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}", store=False)
+    sid = harness.new()
+    for msg_id in (2, 3):
+        harness.call(msg_id, "session/prompt", {"sessionId": sid, "prompt": "hello"})
+    harness.close()
+    kinds = ["u" if m.get("method") == "session/update" else m.get("id") for m in harness.out]
+    first, second = kinds.index(2), kinds.index(3)
+    assert "u" in kinds[1:first] and "u" in kinds[first + 1 : second]  # each turn updated
+    assert "u" not in kinds[second + 1 :]
+
+
+@pytest.mark.req("ACP-PROMPT-30")
+def test_a_turn_the_runtime_completed_stays_completed_when_the_cancel_fires_late(
+    tmp_path: Path,
+) -> None:
+    class CompletesThenCancel:
+        def run_turn(self, *args: object) -> Completed:
+            token = args[-1]
+            assert isinstance(token, CancelToken)
+            token.fire()  # the signal fires after the runtime finished its work
+            return Completed("all done", ({"role": "user", "content": "go"},))
+
+    harness = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}", store=False)
+    harness.server.engine = CompletesThenCancel()  # type: ignore[assignment]
+    sid = harness.new()
+    answer = harness.call(2, "session/prompt", {"sessionId": sid, "prompt": "go"})
+    assert answer["result"] == {"sessionId": sid, "stopReason": "end_turn", "content": "all done"}
+    harness.close()
+
+
+@pytest.mark.req("ACP-PROMPT-19")
+def test_blob_intake_creates_uploads_replaces_links_and_refuses_a_linked_dir(
+    tmp_path: Path,
+) -> None:
+    ws, outside = tmp_path / "ws", tmp_path / "outside.txt"
+    ws.mkdir()
+    outside.write_text("keep")
+    blob = base64.b64encode(b"payload").decode()
+    prompt = [{"type": "resource", "resource": {"uri": "file:///x.bin", "blob": blob}}]
+    render_prompt(prompt, ws)  # uploads/ did not exist
+    (written,) = (ws / "uploads").iterdir()
+    assert written.read_bytes() == b"payload" and not written.is_symlink()
+    written.unlink()
+    written.symlink_to(outside)
+    render_prompt(prompt, ws)
+    assert not written.is_symlink() and written.read_bytes() == b"payload"
+    assert outside.read_text() == "keep"  # the link was replaced, not followed
+    (ws / "uploads").rename(tmp_path / "real")
+    (ws / "uploads").symlink_to(tmp_path / "real")
+    with pytest.raises(RpcError) as info:
+        render_prompt(prompt, ws)
+    assert info.value.to_json() == {
+        "code": -32602,
+        "message": "uploads path is a symlink; refusing to materialize blob",
+    }
+
+
+SCRIPTED = '[providers.s]\nkind = "scripted"\nscript = "model.json"\n[risk_profiles.r]\n[runtime_profiles.t]\n'
+
+
+@pytest.mark.req("ACP-MEM-06", "ACP-RT-06")
+def test_memory_md_stays_out_and_the_turn_records_the_rendered_prompt(tmp_path: Path) -> None:
+    (tmp_path / "cfg" / "agents" / "a" / "workspace").mkdir(parents=True)
+    (tmp_path / "cfg" / "agents" / "a" / "workspace" / "MEMORY.md").write_text("SECRET-MEMO\n")
+    (tmp_path / "cfg" / "model.json").write_text('{"turns": [{"chunks": ["ok"]}]}')
+    agent = AGENT.replace('"demo"', '"s"')
+    harness = _harness(tmp_path, SCRIPTED + f"[agents.a]\n{agent}", store=False)
+    sid = harness.new()
+    prompt = [{"type": "text", "text": "hello there"}]
+    harness.call(2, "session/prompt", {"sessionId": sid, "prompt": prompt})
+    session = harness.session(sid)
+    sent = json.dumps(session.execution.model.provider.requests)  # type: ignore[attr-defined]
+    assert "hello there" in sent and "SECRET-MEMO" not in sent
+    roles = [m["role"] for m in session.history]
+    assert roles == ["user", "assistant"]  # no system message among the turn's messages
+    assert str(session.history[0]["content"]).endswith(render_prompt(prompt, tmp_path))
     harness.close()

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from zeroclaw_ref.acp.server import AcpServer
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.clock import FixedClock
 from zeroclaw_ref.core.ids import SequentialIds
+from zeroclaw_ref.store.sessions import store_path
 from zeroclaw_ref.wire import acp as w
 
 
@@ -145,3 +147,44 @@ def test_no_handler_failure_puts_a_traceback_on_the_wire(tmp_path: Path) -> None
         server.endpoint.dispatch(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode())
     assert len(lines) == len(methods)
     assert all("Traceback" not in line and "secret" not in line for line in lines)
+
+
+@pytest.mark.req("ACP-CFG-11")
+def test_config_set_writes_the_acp_keys_and_keeps_other_settings(tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text("[gateway]\nport = 4242\n[agents.a]\nenabled = false\n")
+    for key, value in [
+        ("acp.default_agent", "a"),
+        ("acp.max_sessions", "4"),
+        ("acp.session_timeout_secs", "600"),
+    ]:
+        command = [sys.executable, "-m", "zeroclaw_ref", "config", "--config-dir", str(cfg)]
+        done = subprocess.run([*command, "set", key, value], capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    data = tomllib.loads((cfg / "config.toml").read_text())
+    assert data["acp"] == {"default_agent": "a", "max_sessions": 4, "session_timeout_secs": 600}
+    assert data["gateway"] == {"port": 4242} and data["agents"] == {"a": {"enabled": False}}
+
+
+@pytest.mark.req("ACP-CFG-01", "ACP-CFG-02")
+@pytest.mark.parametrize("data_env", [True, False])
+@pytest.mark.parametrize("use_flag", [True, False])
+def test_config_and_data_dirs_follow_the_lookup_order(
+    tmp_path: Path, data_env: bool, use_flag: bool
+) -> None:
+    flag, env_dir = tmp_path / "flag", tmp_path / "env"
+    for directory, limit in ((flag, 5), (env_dir, 6)):
+        directory.mkdir()
+        (directory / "config.toml").write_text(f"[acp]\nmax_sessions = {limit}\n")
+    env = {"ZEROCLAW_DATA_DIR": str(tmp_path / "d")} if data_env else {}
+    args = ("--config-dir", str(flag)) if use_flag else ()
+    agent = AcpProcess(env_dir, *args, env=env)  # env_dir is passed as ZEROCLAW_CONFIG_DIR
+    agent.request(1, "initialize")
+    assert agent.response(1)["result"]["_meta"]["zeroclaw"]["maxSessions"] == (5 if use_flag else 6)
+    agent.request(2, "session/new", {})
+    agent.response(2)
+    assert agent.close_input() == 0
+    config_dir, unused = (flag, env_dir) if use_flag else (env_dir, flag)
+    data_dir = tmp_path / "d" if data_env else config_dir / "data"
+    assert store_path(data_dir).is_file() and not (unused / "data").exists()

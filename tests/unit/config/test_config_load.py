@@ -56,7 +56,10 @@ def test_embedded_default_text_is_the_specified_document() -> None:
     assert EMBEDDED_DEFAULT.count("[") == 4
 
 
-@pytest.mark.req("CFG-LOAD-03", "CFG-AUTO-01", "CFG-RUNTIME-01", "CFG-ACP-01", "CFG-GW-01")
+@pytest.mark.req(
+    "CFG-LOAD-03", "CFG-AUTO-01", "CFG-RUNTIME-01", "CFG-ACP-01", "CFG-GW-01", "POL-AUTO-02",
+    "CFG-SCHED-01", "CFG-SECRETS-01",
+)  # fmt: skip
 def test_an_empty_file_has_every_default_and_no_agents(load: Loader) -> None:
     snapshot = load("")
     assert snapshot.file_exists
@@ -373,7 +376,7 @@ def test_mcp_servers_alias_is_accepted(load: Loader) -> None:
     assert snapshot.mcp.servers[0].transport == "stdio"
 
 
-@pytest.mark.req("CFG-AUTO-04")
+@pytest.mark.req("CFG-AUTO-04", "POL-AUTO-01")
 def test_readonly_is_normalised_to_read_only(load: Loader) -> None:
     snapshot = load("[autonomy]\nlevel = 'readonly'\n[risk_profiles.r]\nlevel = 'readonly'\n")
     assert snapshot.autonomy.level == "read_only"
@@ -444,3 +447,14 @@ def test_importing_the_loader_does_not_import_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.req("POL-APPROVE-05", "POL-APPROVE-06", "POL-MCPT-02")
+def test_default_approval_lists_keep_unprovided_names_silently(load: Loader) -> None:
+    snapshot = load("")
+    profile = effective_profile(snapshot.autonomy, None)
+    assert profile.always_ask == ()
+    assert profile.auto_approve == DEFAULT_AUTO_APPROVE
+    # weather and browser are not tools of this implementation, yet stay listed, unwarned.
+    assert {"weather", "browser", "browser_open", "tool_search"} <= set(profile.auto_approve)
+    assert list(snapshot.warnings) == []

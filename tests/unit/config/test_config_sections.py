@@ -115,3 +115,38 @@ def test_peripheral_boards_and_prefixes_are_read(load: Loader) -> None:
 )
 def test_peripheral_board_errors(fail: Failer, text: str, expected: list[str]) -> None:
     assert fail(text) == expected
+
+
+@pytest.mark.req("CFG-SCHED-01", "CFG-SECRETS-01")
+def test_scheduler_and_secrets_accept_their_keys(load: Loader, fail: Failer) -> None:
+    snapshot = load("[scheduler]\nenabled = false\ntick_secs = 3600\n[secrets]\nencrypt = false\n")
+    assert (snapshot.scheduler.enabled, snapshot.scheduler.tick_secs) == (False, 3600)
+    assert snapshot.secrets.encrypt is False
+    assert load("[scheduler]\ntick_secs = 1\n").scheduler.tick_secs == 1
+    for bad in (0, 3601):
+        lines = fail(f"[scheduler]\ntick_secs = {bad}\n")
+        assert len(lines) == 1 and "scheduler.tick_secs" in lines[0]
+
+
+@pytest.mark.req("CFG-BUNDLE-01")
+def test_a_bundle_accepts_servers_and_exclude_defaulting_to_empty(load: Loader) -> None:
+    snapshot = load(
+        "[[mcp.servers]]\nname = 'a'\ncommand = 'x'\n"
+        "[mcp_bundles.full]\nservers = ['a']\nexclude = ['a']\n[mcp_bundles.bare]\n"
+    )
+    full, bare = snapshot.mcp_bundles["full"], snapshot.mcp_bundles["bare"]
+    assert (full.servers, full.exclude) == (("a",), ("a",))
+    assert (bare.servers, bare.exclude) == ((), ())
+
+
+@pytest.mark.req("CFG-RUNTIME-02")
+def test_a_tool_filter_group_has_mode_tools_and_keywords(load: Loader, fail: Failer) -> None:
+    snapshot = load(
+        "[[runtime_profiles.r.tool_filter_groups]]\ntools = ['fs__*']\nkeywords = ['file']\n"
+        "[[runtime_profiles.r.tool_filter_groups]]\nmode = 'always'\ntools = ['web__get']\n"
+    )
+    first, second = snapshot.runtime_profiles["r"].tool_filter_groups
+    assert (first.mode, first.tools, first.keywords) == ("dynamic", ("fs__*",), ("file",))
+    assert (second.mode, second.tools, second.keywords) == ("always", ("web__get",), ())
+    lines = fail("[[runtime_profiles.r.tool_filter_groups]]\nmode = 'sometimes'\ntools = ['x']\n")
+    assert len(lines) == 1 and "runtime_profiles.r.tool_filter_groups[0].mode" in lines[0]

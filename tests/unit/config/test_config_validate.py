@@ -154,7 +154,7 @@ ERRORS = [
 @pytest.mark.req(
     "CFG-VALID-02", "CFG-VALID-04", "CFG-VALID-05", "CFG-VALID-06", "CFG-VALID-07",
     "CFG-VALID-08", "CFG-VALID-09", "CFG-VALID-10", "CFG-VALID-11", "CFG-VALID-12",
-    "CFG-VALID-13", "CFG-MCP-05", "CFG-AGENT-02", "CFG-AGENT-04",
+    "CFG-VALID-13", "CFG-MCP-05", "CFG-AGENT-02", "CFG-AGENT-04", "POL-ACCESS-07",
 )  # fmt: skip
 @pytest.mark.parametrize(
     ("text", "expected"),
@@ -224,7 +224,7 @@ WARNINGS = [
 
 
 # Constant citations of the per-row IDs above, for tools/req_coverage.py.
-@pytest.mark.req("CFG-VALID-14", "CFG-VALID-15", "CFG-VALID-16", "CFG-VALID-17")
+@pytest.mark.req("CFG-VALID-14", "CFG-VALID-15", "CFG-VALID-16", "CFG-VALID-17", "POL-BUNDLE-07")
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

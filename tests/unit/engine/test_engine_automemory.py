@@ -126,7 +126,7 @@ def test_recall_is_limited_to_three_entries(tmp_path: Path) -> None:
     assert sent.count("\n- ") == 3
 
 
-@pytest.mark.req("POL-MEM-02", "POL-MEM-03")
+@pytest.mark.req("POL-MEM-02", "POL-MEM-03", "ACP-MEM-03")
 def test_on_acp_nothing_is_saved_and_the_store_is_never_created(tmp_path: Path) -> None:
     config = _config(tmp_path)
     execution = _resolve(config, "acp", tmp_path)
@@ -141,7 +141,7 @@ def test_on_acp_nothing_is_saved_and_the_store_is_never_created(tmp_path: Path) 
     assert not (tmp_path / "data" / "memory").exists()
 
 
-@pytest.mark.req("POL-MEM-02")
+@pytest.mark.req("POL-MEM-02", "ACP-MEM-02")
 def test_on_acp_an_existing_store_is_not_recalled(tmp_path: Path) -> None:
     config = _config(tmp_path)
     path = memory_path(tmp_path / "data", "a")

@@ -264,3 +264,16 @@ def test_a_refresh_between_turns_rebuilds_the_mcp_part_under_the_same_policy(
     )  # fmt: skip
     assert "web__fetch" in execution.snapshot()["tools.mcp"]
     assert execution.io.tools.get("web__search") is None
+
+
+@pytest.mark.req("CFG-RUNTIME-02")
+def test_an_always_group_never_admits_a_denied_tool(tmp_path: Path, connector: Connector) -> None:
+    runtime = '[[runtime_profiles.r.tool_filter_groups]]\nmode = "always"\ntools = ["fs__*"]\n'
+    config = _config(
+        tmp_path, 'excluded_tools = ["fs__write_file"]', deferred=True, runtime=runtime
+    )
+    execution = _cli(config)
+    assert execution.io.activated is not None
+    activated = execution.io.activated.names()
+    assert "fs__read_file" in activated and "fs__write_file" not in activated
+    assert "fs__write_file" not in execution.io.tools.names

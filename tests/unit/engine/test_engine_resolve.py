@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import SequentialIds
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.engine import resolve as resolve_module
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import (
     PATH_PROFILES,
@@ -25,7 +28,9 @@ from zeroclaw_ref.engine.resolve import (
 )
 from zeroclaw_ref.engine.turn import TurnEngine
 from zeroclaw_ref.policy.approvals import Answer, Decision
+from zeroclaw_ref.store import memory as memory_module
 from zeroclaw_ref.tools import peripherals
+from zeroclaw_ref.tools import skills as skills_module
 from zeroclaw_ref.tools.catalogue import MEMORY_TOOLS
 
 BASE = """
@@ -529,3 +534,49 @@ def test_acp_strips_memory_and_keeps_deliver_file(tmp_path: Path) -> None:
     cli = resolve(config, "a", PathRequest("cli-run")).io.tools.names
     assert [n for n in names if n != "deliver_file"] == [n for n in cli if n not in MEMORY_TOOLS]
     assert not (tmp_path / "data" / "memory").exists()
+
+
+@pytest.mark.req("CFG-AGENT-05")
+def test_an_acp_session_directory_does_not_move_the_agent_workspace(tmp_path: Path) -> None:
+    cfg = _write(tmp_path)
+    agent_ws = cfg / "agents" / "a" / "workspace"
+    _skill(agent_ws, "mine", "From the agent workspace.")
+    _skill(_session_ws(tmp_path), "theirs", "From the session directory.")
+    snapshot = resolve(_load(cfg), "a", _request("acp", tmp_path)).snapshot()
+    assert snapshot["security.workspace_dir"] == str(_session_ws(tmp_path))
+    assert snapshot["security.allowed_roots"] == [str(agent_ws.resolve())]
+    assert snapshot["skills.loaded"] == ["mine"]
+    assert _load(cfg).agent_workspace("a") == agent_ws
+
+
+@pytest.mark.req("POL-RESOLVE-08")
+def test_resolve_runs_its_steps_in_the_fixed_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[str] = []
+
+    def spy(step: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            steps.append(step)
+            return real(*args, **kwargs)
+
+        return run
+
+    r = resolve_module
+    for target, attr, step in [
+        (r, "effective_profile", "risk"), (r, "ResolvedRuntimeKnobs", "knobs"),
+        (r, "create_provider", "model"), (r, "mcp_servers_for_agent", "mcp"),
+        (skills_module, "load_skills", "skills"), (memory_module, "memory_path", "memory"),
+        (r, "ApprovalManager", "approval"), (r, "build_system_prompt", "prompt"),
+        (r, "_minting", "mint"),
+    ]:  # fmt: skip
+        monkeypatch.setattr(target, attr, spy(step, getattr(target, attr)))
+    security = types.SimpleNamespace(build=spy("security", r.SecurityPolicy.build))
+    registry = types.SimpleNamespace(assemble=spy("assemble", r.ScopedToolRegistry.assemble))
+    monkeypatch.setattr(r, "SecurityPolicy", security)
+    monkeypatch.setattr(r, "ScopedToolRegistry", registry)
+    resolve(_load(_write(tmp_path)), "a", PathRequest("cli-run"))
+    assert steps == [
+        "risk", "security", "knobs", "model", "mcp", "skills", "memory", "assemble", "approval",
+        "prompt", "mint",
+    ]  # fmt: skip

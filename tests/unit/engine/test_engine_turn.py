@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -244,6 +245,32 @@ def test_without_an_operator_a_prompt_is_a_runtime_denial(tmp_path, monkeypatch)
     assert "This was not a user's decision." in events[1].output  # type: ignore[union-attr]
 
 
+AUDITS = [
+    (Decision.ALLOW_ONCE, "acp", "decision=allow_once by=operator"),
+    (Decision.REJECT, "acp", "decision=reject by=operator"),
+    (Decision.NO_DECISION, "acp", "decision=denied by=runtime"),
+    (None, "cron", "decision=denied by=runtime"),  # no operator at all
+]
+
+
+@pytest.mark.req("POL-APPROVE-18", "POL-APPROVE-16")
+@pytest.mark.parametrize(("decision", "path", "expected"), AUDITS)
+def test_every_approval_decision_is_one_audit_line_without_secrets(
+    tmp_path, monkeypatch, caplog, decision, path, expected
+) -> None:  # type: ignore[no-untyped-def]
+    tool = FakeTool("shell")
+    call = _call("shell", "c1", command="ls", api_token="s3cr3t-value", approved=True)
+    cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": [call]}, {"chunks": ["k"]}], [tool])
+    approver = None if decision is None else FakeApprover([decision])
+    with caplog.at_level(logging.INFO, logger="zeroclaw_ref.engine.turn"):
+        _run(cfg, approver, path=path)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("approval:")]
+    assert lines == [
+        f"approval: agent=a tool=shell {expected} args=api_token: [redacted], command: ls"
+    ]
+    assert "s3cr3t-value" not in caplog.text
+
+
 @pytest.mark.req("POL-APPROVE-01", "POL-APPROVE-04")
 def test_auto_approved_tools_run_without_asking(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     tool = FakeTool("todo_write")
@@ -354,3 +381,49 @@ def test_history_is_trimmed_only_at_user_turn_boundaries() -> None:
     one = trim(msgs, 1)
     assert one.kept == (msgs[-1],) and one.kept_turns == 1
     assert trim(msgs, 0).kept == (msgs[-1],)  # the current turn is never cut
+
+
+@pytest.mark.req("POL-ENGINE-09")
+def test_parallel_tools_still_asks_first_and_keeps_call_order(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    log: list[str] = []
+
+    class LoggingTool(FakeTool):
+        def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
+            log.append(f"run {self.name}")
+            return super().execute(arguments, context)
+
+    class LoggingApprover(FakeApprover):
+        def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
+            log.append(f"ask {tool}")
+            return super().approve(tool, arguments, cancel)
+
+    tools = [LoggingTool("shell", "s"), LoggingTool("todo_write", "t"), LoggingTool("file_write")]
+    calls = [_call("shell", "c1"), _call("todo_write", "c2"), _call("file_write", "c3")]
+    cfg = _setup(
+        tmp_path, monkeypatch, [{"tool_calls": calls}, {"chunks": ["k"]}], tools,
+        runtime="parallel_tools = true",
+    )  # fmt: skip
+    outcome, _, execution = _run(cfg, LoggingApprover([Decision.ALLOW_ONCE, Decision.ALLOW_ONCE]))
+    assert execution.knobs.parallel_tools  # type: ignore[attr-defined]
+    assert log[:2] == ["ask shell", "ask file_write"] and sorted(log[2:]) == [
+        "run file_write", "run shell", "run todo_write",
+    ]  # fmt: skip
+    tool_messages = [m for m in outcome.messages if m["role"] == "tool"]  # type: ignore[attr-defined]
+    assert [m["toolCallId"] for m in tool_messages] == ["c1", "c2", "c3"]
+
+
+@pytest.mark.req("POL-ENGINE-11")
+def test_the_turn_engine_builds_nothing_itself() -> None:
+    import ast
+
+    from zeroclaw_ref.engine import turn as turn_module
+
+    tree = ast.parse(Path(turn_module.__file__).read_text(encoding="utf-8"))
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert not {m for m in modules if m and m.startswith("zeroclaw_ref.config")}
+    assert "zeroclaw_ref.tools.catalogue" not in modules
+    forbidden = {"ApprovalManager", "load_config", "build_universe", "assemble", "resolve"}
+    assert not names & forbidden

@@ -14,6 +14,7 @@ import requests
 
 from tests.unit.gateway.conftest import Running, demo_config
 from zeroclaw_ref.config.write import append_paired_token
+from zeroclaw_ref.gateway.bridge import read_target
 from zeroclaw_ref.gateway.pairing import is_loopback
 
 Start = Callable[..., Running]
@@ -85,3 +86,19 @@ def test_append_refuses_anything_but_a_digest(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         append_paired_token(tmp_path, "zc_plaintext")
     assert not (tmp_path / "config.toml").exists()
+
+
+@pytest.mark.req("ACP-BR-04")
+@pytest.mark.parametrize(
+    ("gateway", "url"),
+    [
+        ('host = "::1"\nport = 9000\npath_prefix = "/zc/"', "ws://[::1]:9000/zc/acp"),
+        ('host = "10.0.0.5"\nport = 81', "ws://10.0.0.5:81/acp"),
+    ],
+)
+def test_the_bridge_targets_the_gateway_section_only(
+    tmp_path: Path, gateway: str, url: str
+) -> None:
+    text = '[acp]\ndefault_agent = "x"\n[agents.x]\nport = 1\n[gateway]\n' + gateway + "\n"
+    (tmp_path / "config.toml").write_text("\ufeff" + text, encoding="utf-8")
+    assert read_target(tmp_path).url == url  # never an `?agent=` query

@@ -133,7 +133,7 @@ def test_initialize_failures(
     assert all(m.get("method") == "initialize" for m in _recorded(record))  # no cancellation
 
 
-@pytest.mark.req("MCP-STDIO-04", "MCP-ERR-03", "MCP-API-02")
+@pytest.mark.req("MCP-STDIO-04", "MCP-ERR-03", "MCP-API-02", "POL-ASSEMBLE-13")
 def test_a_failed_spawn_is_logged_and_the_other_servers_connect(
     connect: Connect, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -141,6 +141,8 @@ def test_a_failed_spawn_is_logged_and_the_other_servers_connect(
     with caplog.at_level(logging.WARNING):
         reg = connect(bad, stdio_config(name="good"))
     assert reg.servers() == ("good",)
+    names = [t.prefixed_name for t in reg.tools()]
+    assert names and all(n.startswith("good__") for n in names)
     assert (
         "Failed to connect to MCP server `bad`: failed to create transport for MCP server `bad`: "
         "failed to spawn MCP server `bad`: [Errno 2]"

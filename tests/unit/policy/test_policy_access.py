@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from zeroclaw_ref.config.load import load_config
+from zeroclaw_ref.config.model import DEFAULT_AUTO_APPROVE
 from zeroclaw_ref.policy.access import ToolAccessPolicy
+from zeroclaw_ref.policy.approvals import ApprovalManager, Requirement
 from zeroclaw_ref.policy.bundles import mcp_servers_for_agent
 
 PROFILE = ToolAccessPolicy(("file_read",), frozenset({"filesystem__write_file"}), None)
@@ -91,3 +93,27 @@ runtime_profile = "r"
     assert mcp_servers_for_agent(config, "ghost") == ()
     off = load_config(cfg, tmp_path / "data", {"ZEROCLAW_mcp__enabled": "false"})
     assert mcp_servers_for_agent(off, "assistant") == ()
+
+
+@pytest.mark.req("POL-APPROVE-02", "POL-APPROVE-03", "POL-MCPT-02")
+@pytest.mark.parametrize(
+    ("auto_approve", "always_ask", "name", "expected"),
+    [
+        (("*",), (), "fs__write_file", Requirement.APPROVED),
+        (("file_*",), (), "file_read", Requirement.PROMPT),
+        (("fs__*",), (), "fs__read_file", Requirement.PROMPT),
+        (("file_read",), ("*",), "file_read", Requirement.PROMPT),
+        (("shell",), ("shell?",), "shell", Requirement.APPROVED),
+        (("fs__read_file",), (), "fs__read_file", Requirement.APPROVED),
+        (("read_file",), (), "fs__read_file", Requirement.PROMPT),
+        (("fs__read_file",), (), "read_file", Requirement.PROMPT),
+        (("notes__lookup",), (), "notes__lookup", Requirement.APPROVED),
+        (DEFAULT_AUTO_APPROVE, (), "tool_search", Requirement.APPROVED),
+        (DEFAULT_AUTO_APPROVE, (), "fs__read_file", Requirement.PROMPT),
+    ],
+)
+def test_approval_lists_match_exact_names_and_only_the_star_wildcard(
+    auto_approve: tuple[str, ...], always_ask: tuple[str, ...], name: str, expected: Requirement
+) -> None:
+    manager = ApprovalManager("supervised", auto_approve, always_ask, "none", None)
+    assert manager.requirement(name) is expected

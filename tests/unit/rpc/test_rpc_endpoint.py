@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
 from zeroclaw_ref.core.cancel import CANCELLED
 from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Endpoint
+from zeroclaw_ref.rpc.writer import Writer
 from zeroclaw_ref.wire.errors import RpcError
 from zeroclaw_ref.wire.jsonrpc import Response
 
@@ -106,3 +108,33 @@ def test_blank_and_crlf_lines() -> None:
     ep.dispatch(b"   \r")
     ep.dispatch(b'{"jsonrpc":"2.0","id":1,"method":"ok"}\r')
     assert out == [{"jsonrpc": "2.0", "id": 1, "result": 1}]
+
+
+@pytest.mark.req("ACP-TR-10")
+def test_non_ascii_text_is_written_unescaped() -> None:
+    lines: list[str] = []
+    ep = Endpoint({"ok": lambda c: {"t": "héllo ✓ 日本"}}, lines.append)  # type: ignore[dict-item]
+    ep.dispatch(b'{"jsonrpc":"2.0","id":1,"method":"ok"}')
+    assert lines == ['{"jsonrpc":"2.0","id":1,"result":{"t":"héllo ✓ 日本"}}']
+
+
+@pytest.mark.req("ACP-TR-29", "ACP-TR-34")
+def test_the_writer_alone_writes_whole_lines_in_per_producer_order() -> None:
+    chunks: list[tuple[str, bytes]] = []
+    writer = Writer(lambda data: chunks.append((threading.current_thread().name, data)))
+
+    def produce(tag: str) -> None:
+        for i in range(200):
+            writer.send(f'{{"p":"{tag}","i":{i}}}')
+
+    producers = [threading.Thread(target=produce, args=(t,)) for t in "abc"]
+    for t in producers:
+        t.start()
+    for t in producers:
+        t.join()
+    writer.close()
+    assert {name for name, _ in chunks} == {"writer"}
+    assert all(data.endswith(b"\n") and data.count(b"\n") == 1 for _, data in chunks)
+    seen = [json.loads(data) for _, data in chunks]
+    for tag in "abc":
+        assert [m["i"] for m in seen if m["p"] == tag] == list(range(200))

@@ -313,3 +313,30 @@ def test_a_database_locked_by_another_process_gives_a_bounded_store_error(
         assert locker.wait(timeout=10) == 0
     assert store.append_turn(SID, "[]", "[]", None, T2) == 0
     assert store.db.query("PRAGMA integrity_check") == [("ok",)]
+
+
+@pytest.mark.req("ACP-STORE-06")
+def test_the_store_has_the_required_tables_and_columns(store: SessionStore) -> None:
+    def columns(table: str) -> dict[str, tuple[str, int]]:
+        rows = store.db.query(f"PRAGMA table_info({table})")
+        return {str(r[1]): (str(r[2]).upper(), int(r[3])) for r in rows}  # type: ignore[arg-type]
+
+    sessions = columns("acp_sessions")
+    for name, kind, notnull in [
+        ("id", "INTEGER", 0), ("session_uuid", "TEXT", 1), ("agent_alias", "TEXT", 1),
+        ("workspace_dir", "TEXT", 1), ("token_count", "INTEGER", 1), ("killed_at", "TEXT", 0),
+        ("created_at", "TEXT", 1), ("last_activity", "TEXT", 1), ("plan_json", "TEXT", 0),
+    ]:  # fmt: skip
+        assert sessions[name] == (kind, notnull), name
+    turns = columns("acp_turns")
+    for name, kind in [
+        ("id", "INTEGER"), ("session_id", "INTEGER"), ("turn_index", "INTEGER"),
+        ("messages_json", "TEXT"), ("updates_json", "TEXT"), ("created_at", "TEXT"),
+    ]:  # fmt: skip
+        assert turns[name] == (kind, 0 if name == "id" else 1), name
+    with pytest.raises(StoreError):  # UNIQUE (session_id, turn_index)
+        store.db.execute(
+            "INSERT INTO acp_turns (session_id, turn_index, messages_json, updates_json,"
+            " created_at) SELECT id, 0, '[]', '[]', 'x' FROM acp_sessions UNION ALL"
+            " SELECT id, 0, '[]', '[]', 'x' FROM acp_sessions"
+        )

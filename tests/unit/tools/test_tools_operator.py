@@ -10,6 +10,7 @@ import pytest
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON
 from zeroclaw_ref.tools.base import PLAN_KEY, ToolContext, ToolResult
+from zeroclaw_ref.tools.catalogue import CATALOGUE_ORDER
 from zeroclaw_ref.tools.operator import AskUserTool, EscalateTool
 from zeroclaw_ref.tools.todo import TodoWriteTool
 
@@ -174,3 +175,9 @@ def test_todo_write_replaces_the_whole_plan(
 def test_todo_write_reports_the_first_bad_entry(arguments: JSON, error: str) -> None:
     result = TodoWriteTool().execute(arguments, _ctx(None))
     assert (result.success, result.error) == (False, error)
+
+
+@pytest.mark.req("POL-TODO-01")
+def test_the_plan_tool_is_named_todo_write() -> None:
+    assert TodoWriteTool().name == "todo_write"
+    assert "todo_write" in CATALOGUE_ORDER and "TodoWrite" not in CATALOGUE_ORDER
