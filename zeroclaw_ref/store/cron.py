@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
-from zeroclaw_ref.store.db import BUSY_TIMEOUT_MS, Database, Row, SqlValue, StoreError
+from zeroclaw_ref.store.db import (
+    BUSY_TIMEOUT_MS,
+    Database,
+    Row,
+    SqlValue,
+    StoreError,
+    make_private_dir,
+    open_migrated,
+)
 
 # [CFG-DIR-05] `<data dir>/cron/jobs.sqlite3`
 CRON_DIR = "cron"
@@ -92,13 +100,13 @@ class CronStore:
             StoreError: when the directory or file cannot be created or opened, or the file
                 is not a database; the caller reports the failure and schedules nothing.
         """
-        folder = data_dir / CRON_DIR
-        try:
-            # [CFG-DIR-04] created on demand, private to the user
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from exc
-        return cls._connect(store_path(data_dir), True, busy_timeout_ms, trace)
+        make_private_dir(data_dir / CRON_DIR)  # [CFG-DIR-04] created on demand
+        path = store_path(data_dir)
+        return cls(
+            open_migrated(
+                path, SCHEMA_FAMILY, create=True, busy_timeout_ms=busy_timeout_ms, trace=trace
+            )
+        )
 
     @classmethod
     def open_existing(cls, data_dir: Path) -> CronStore | None:
@@ -110,19 +118,7 @@ class CronStore:
         path = store_path(data_dir)
         if not path.is_file():
             return None
-        return cls._connect(path, False, BUSY_TIMEOUT_MS, None)
-
-    @classmethod
-    def _connect(
-        cls, path: Path, create: bool, busy_timeout_ms: int, trace: Callable[[str], None] | None
-    ) -> CronStore:
-        db = Database(path, create=create, busy_timeout_ms=busy_timeout_ms, trace=trace)
-        try:
-            db.migrate(SCHEMA_FAMILY)
-        except StoreError:
-            db.close()
-            raise
-        return cls(db)
+        return cls(open_migrated(path, SCHEMA_FAMILY, create=False))
 
     def close(self) -> None:
         """Close the underlying connection."""

@@ -247,6 +247,44 @@ class Database:
             self._conn.close()
 
 
+def make_private_dir(folder: Path) -> None:
+    """Create a store's folder (mode 0700: transcripts and jobs are private) when missing.
+
+    Raises:
+        StoreError: naming the folder when it cannot be created.
+    """
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+
+
+def open_migrated(
+    path: Path,
+    family: str,
+    *,
+    create: bool,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    trace: Callable[[str], None] | None = None,
+    check: Callable[[Database], None] = lambda db: None,
+) -> Database:
+    """Open `path`, bring schema `family` up to date and run `check`; a failure closes the
+    connection (the file is left as it was) and propagates.
+
+    Raises:
+        StoreError: when the file cannot be opened, is not a database, or a migration or
+            `check` fails.
+    """
+    db = Database(path, create=create, busy_timeout_ms=busy_timeout_ms, trace=trace)
+    try:
+        db.migrate(family)
+        check(db)
+    except StoreError:
+        db.close()
+        raise
+    return db
+
+
 def _migrations(family: str) -> list[tuple[int, str, str]]:
     """The family's migration scripts as (number, file name, text), in number order."""
     try:

@@ -19,7 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeroclaw_ref.store.db import BUSY_TIMEOUT_MS, Database, Row, SqlValue, StoreError
+from zeroclaw_ref.store.db import (
+    BUSY_TIMEOUT_MS,
+    Database,
+    Row,
+    SqlValue,
+    StoreError,
+    make_private_dir,
+    open_migrated,
+)
 
 # [ACP-STORE-01] `<data dir>/sessions/acp-sessions.db`
 SESSIONS_DIR = "sessions"
@@ -119,12 +127,7 @@ class SessionStore:
                 is not a database, or the schema cannot be created (ACP-STORE-04); the
                 caller runs without a store. An existing file is never removed or rewritten.
         """
-        folder = data_dir / SESSIONS_DIR
-        try:
-            # [ACP-STORE-01] created when missing; 0700 keeps transcripts private.
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+        make_private_dir(data_dir / SESSIONS_DIR)  # [ACP-STORE-01] created when missing
         return cls._connect(store_path(data_dir), True, busy_timeout_ms, trace)
 
     @classmethod
@@ -161,13 +164,14 @@ class SessionStore:
         busy_timeout_ms: int,
         trace: Callable[[str], None] | None,
     ) -> SessionStore:
-        db = Database(path, create=create, busy_timeout_ms=busy_timeout_ms, trace=trace)
-        try:
-            db.migrate(SCHEMA_FAMILY)
-            _check_columns(db)
-        except StoreError:
-            db.close()
-            raise
+        db = open_migrated(
+            path,
+            SCHEMA_FAMILY,
+            create=create,
+            busy_timeout_ms=busy_timeout_ms,
+            trace=trace,
+            check=_check_columns,
+        )
         return cls(db)
 
     def close(self) -> None:

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.approvers import OkApprover
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import SequentialIds
-from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.jsontypes import JSONObject
 from zeroclaw_ref.engine.events import Completed
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import PathRequest, resolve
 from zeroclaw_ref.engine.turn import TurnEngine
-from zeroclaw_ref.policy.approvals import Answer, Decision
 from zeroclaw_ref.store.memory import MemoryStore, memory_path
 
 CONFIG = """
@@ -32,11 +32,6 @@ model_provider = "s"
 risk_profile = "p"
 runtime_profile = "r"
 """
-
-
-class OkApprover:
-    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
-        return Answer(Decision.ALLOW_ONCE)
 
 
 def _config(root: Path, runtime: str = "", turns: int = 3) -> ConfigSnapshot:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.approvers import OkApprover
 from tests.helpers.fake_board import FakeBoard
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import ConfigSnapshot
@@ -20,7 +21,6 @@ from zeroclaw_ref.engine import resolve as resolve_module
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.registry import ScopedToolRegistry
 from zeroclaw_ref.engine.resolve import PathRequest, resolve
-from zeroclaw_ref.policy.approvals import Answer, Decision
 from zeroclaw_ref.tools import peripherals
 from zeroclaw_ref.tools.base import ToolContext, ToolResult
 from zeroclaw_ref.tools.catalogue import CATALOGUE_ORDER, MEMORY_TOOLS, build_universe
@@ -62,18 +62,6 @@ name = "pack"
 description = "Pack"
 command = "echo pack"
 """
-
-
-class OkApprover:
-    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
-        return Answer(Decision.ALLOW_ONCE)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_manager() -> Iterator[None]:
-    peripherals.reset_for_tests()
-    yield
-    peripherals.reset_for_tests()
 
 
 @pytest.fixture

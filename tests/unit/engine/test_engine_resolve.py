@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.approvers import OkApprover
+from tests.helpers.snapshot_keys import SNAPSHOT_KEYS
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import SequentialIds
-from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.jsontypes import JSONObject
 from zeroclaw_ref.engine import resolve as resolve_module
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import (
@@ -27,9 +29,7 @@ from zeroclaw_ref.engine.resolve import (
     resolve,
 )
 from zeroclaw_ref.engine.turn import TurnEngine
-from zeroclaw_ref.policy.approvals import Answer, Decision
 from zeroclaw_ref.store import memory as memory_module
-from zeroclaw_ref.tools import peripherals
 from zeroclaw_ref.tools import skills as skills_module
 from zeroclaw_ref.tools.catalogue import MEMORY_TOOLS
 
@@ -53,19 +53,6 @@ model_provider = "s"
 risk_profile = "p"
 runtime_profile = "r"
 """
-
-
-class OkApprover:
-    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
-        return Answer(Decision.ALLOW_ONCE)
-
-
-@pytest.fixture(autouse=True)
-def _no_serial(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    # These tests never configure boards; opening one would be a defect.
-    peripherals.reset_for_tests()
-    yield
-    peripherals.reset_for_tests()
 
 
 def _write(
@@ -296,29 +283,6 @@ def test_no_skills_heading_when_no_skill_has_instructions(tmp_path: Path) -> Non
 
 # --- POL-RESOLVE-16: the snapshot keys --------------------------------------------------
 
-SNAPSHOT_KEYS = {
-    "tools.names", "tools.builtin", "tools.peripheral", "tools.capability", "tools.mcp",
-    "tools.skill", "tools.mcp_deferred", "tools.tool_search",
-    "prompt.system", "prompt.deferred_section", "prompt.pinned_section",
-    "access.allowed_tools", "access.excluded_tools", "access.caller_allowed",
-    "mcp.connected", "mcp.granted_servers", "mcp.mode",
-    "approval.level", "approval.auto_approve", "approval.always_ask", "approval.interaction",
-    "approval.session_allowlist",
-    "security.workspace_dir", "security.allowed_roots", "security.workspace_only",
-    "security.forbidden_paths", "security.allowed_commands",
-    "security.require_approval_for_medium_risk", "security.block_high_risk_commands",
-    "security.shell_env_passthrough",
-    "knobs.max_tool_iterations", "knobs.max_history_messages", "knobs.max_tool_result_chars",
-    "knobs.parallel_tools", "knobs.shell_timeout_secs", "knobs.max_delegation_depth",
-    "knobs.tool_filter_groups",
-    "model.provider", "model.kind", "model.model", "model.temperature",
-    "memory.enabled", "memory.store",
-    "skills.loaded",
-    "lineage.executing_agent", "lineage.parent_agent", "lineage.depth", "lineage.surface",
-    "assembly.caller_allowed", "assembly.connect_mcp", "assembly.connect_peripherals",
-    "assembly.exclude_memory", "assembly.acp_delivery", "assembly.list_deferred_mcp_specs",
-}  # fmt: skip
-
 
 @pytest.mark.req("POL-RESOLVE-16")
 def test_snapshot_has_exactly_the_documented_keys_on_every_path(tmp_path: Path) -> None:
@@ -326,7 +290,7 @@ def test_snapshot_has_exactly_the_documented_keys_on_every_path(tmp_path: Path) 
     parent = resolve(config, "a", PathRequest("cli-run"))
     for path in PATHS:
         snapshot = resolve(config, "a", _request(path, tmp_path, parent)).snapshot()
-        assert set(snapshot) == SNAPSHOT_KEYS, path
+        assert set(snapshot) == set(SNAPSHOT_KEYS), path
         assert json.loads(json.dumps(snapshot)) == snapshot  # JSON-compatible
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.approvers import OkApprover
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import SequentialIds
@@ -20,10 +20,8 @@ from zeroclaw_ref.engine.events import ToolFinished, TurnEvent
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import PathRequest, resolve
 from zeroclaw_ref.engine.turn import TurnEngine
-from zeroclaw_ref.policy.approvals import Answer, Decision
 from zeroclaw_ref.providers import scripted
 from zeroclaw_ref.providers.base import ModelRequest, record_of
-from zeroclaw_ref.tools import peripherals
 from zeroclaw_ref.tools.base import ToolContext, ToolResult
 
 CONFIG = """
@@ -45,18 +43,6 @@ model_provider = "s"
 risk_profile = "p"
 runtime_profile = "r"
 """
-
-
-class OkApprover:
-    def approve(self, tool: str, arguments: JSON, cancel: CancelToken) -> Answer:
-        return Answer(Decision.ALLOW_ONCE)
-
-
-@pytest.fixture(autouse=True)
-def _no_serial() -> Iterator[None]:
-    peripherals.reset_for_tests()
-    yield
-    peripherals.reset_for_tests()
 
 
 def _cfg(
