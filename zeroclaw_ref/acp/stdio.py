@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from zeroclaw_ref.config.model import ConfigSnapshot
+from zeroclaw_ref.core.affinity import pin_current_thread
 from zeroclaw_ref.core.clock import Clock
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.limits import MAX_INBOUND_LINE_BYTES, SHUTDOWN_BUDGET_SECS
@@ -35,6 +36,7 @@ _WAKE = signal.SIGUSR1  # sent to the main thread when stdout breaks (ACP-TR-36)
 @dataclass(frozen=True, slots=True)
 class StdioOptions:
     reaper_interval: float
+    pin_cpu: bool = True  # core/affinity.py: one CPU for the server's threads
 
 
 class _Input:
@@ -75,6 +77,9 @@ def _protocol_sink() -> Callable[[bytes], None]:
 
 def serve_stdio(config: ConfigSnapshot, ids: IdFactory, clock: Clock, opts: StdioOptions) -> int:
     """Run the server until end of input; returns the exit status (always 0, ACP-TR-35)."""
+    if opts.pin_cpu:
+        # Before the first thread starts, so that every thread of the server inherits it.
+        pin_current_thread()
     stdin = _Input(0)
     main_ident = threading.get_ident()
 
@@ -83,7 +88,7 @@ def serve_stdio(config: ConfigSnapshot, ids: IdFactory, clock: Clock, opts: Stdi
         signal.pthread_kill(main_ident, _WAKE)
 
     store = open_store(config)  # [ACP-STORE-02] once, before the first message is read
-    writer = Writer(_protocol_sink(), on_broken=broken)
+    writer = Writer(_protocol_sink(), on_broken=broken, joins=True)
     server = AcpServer(config, writer.send, ids, clock, ServerOptions(), store)
     for signum in (signal.SIGTERM, signal.SIGINT, _WAKE):
         signal.signal(signum, stdin.on_signal)

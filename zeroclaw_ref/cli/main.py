@@ -124,9 +124,11 @@ def _run_acp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         acp = dataclasses.replace(acp, session_timeout_secs=timeout)
     config = dataclasses.replace(config, acp=acp)
     from zeroclaw_ref.acp.stdio import StdioOptions, serve_stdio
+    from zeroclaw_ref.core.affinity import pin_wanted
 
     clock, ids = _determinism(environ)
-    return serve_stdio(config, ids, clock, StdioOptions(reaper_interval=interval))
+    opts = StdioOptions(reaper_interval=interval, pin_cpu=pin_wanted(environ))
+    return serve_stdio(config, ids, clock, opts)
 
 
 def _run_acp_sessions(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

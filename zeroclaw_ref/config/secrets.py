@@ -19,6 +19,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from zeroclaw_ref.core.affinity import unpinned
+
 ENC2_PREFIX = "enc2:"
 LEGACY_PREFIX = "enc:"
 OP_PREFIX = "op://"
@@ -152,14 +154,15 @@ def resolve_op(key_path: str, reference: str, environ: Mapping[str, str]) -> str
         raise SecretError(f"{prefix}: op executable not found")
     try:
         # No shell, and stdin closed: an ACP server's stdin carries the protocol.
-        done = subprocess.run(
-            [executable, "read", reference],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=dict(environ),
-            timeout=OP_TIMEOUT_SECS,
-            check=False,
-        )
+        with unpinned():
+            done = subprocess.run(
+                [executable, "read", reference],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=dict(environ),
+                timeout=OP_TIMEOUT_SECS,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         raise SecretError(f"{prefix}: op read timed out after {OP_TIMEOUT_SECS:g} s") from None
     except OSError as exc:

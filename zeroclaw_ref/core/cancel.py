@@ -1,9 +1,9 @@
 """Cancellation tokens and one-shot reply boxes (DESIGN §7.5, §7.6).
 
-A `CancelToken` is a `threading.Event` plus callbacks that run once, on the thread that fires
-it. A `Slot` is a queue of size one that accepts only its first offer, so an answer and a
-cancellation racing each other resolve it exactly once, and the waiter makes a single blocking
-`get(timeout)` that wakes for whichever comes first — no polling.
+A `CancelToken` is a flag, an Event made on the first wait, and callbacks that run once, on the
+thread that fires it. A `Slot` is a queue of size one that accepts only its first offer, so an
+answer and a cancellation racing each other resolve it exactly once, and the waiter makes a
+single blocking `get(timeout)` that wakes for whichever comes first — no polling.
 """
 
 from __future__ import annotations
@@ -37,10 +37,16 @@ TIMED_OUT: Final = _TimedOut()
 
 
 class CancelToken:
-    """A turn's cancellation signal; firing it runs the registered callbacks once."""
+    """A turn's cancellation signal; firing it runs the registered callbacks once.
+
+    Design: the `threading.Event` is built only when somebody waits on the token. Every
+    prompt makes a token, few are ever waited on, and building an Event (a Condition and
+    two locks) showed up in the prompt round trip (bench/acp_prompt_rtt).
+    """
 
     def __init__(self, parent: CancelToken | None = None) -> None:
-        self._event = threading.Event()
+        self._fired = False
+        self._event: threading.Event | None = None
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable[[], None]] = {}
         self._next = 0
@@ -49,20 +55,29 @@ class CancelToken:
             parent.add_callback(self.fire)
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._fired
 
     def wait(self, timeout: float) -> bool:
         """Block until fired or `timeout` seconds pass; True when fired."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._fired:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def fire(self) -> None:
         """Set the signal and run every callback registered so far (idempotent)."""
         with self._lock:
-            if self._event.is_set():
+            if self._fired:
                 return
-            self._event.set()
+            self._fired = True
+            event = self._event
             callbacks = list(self._callbacks.values())
             self._callbacks.clear()
+        if event is not None:
+            event.set()
         for callback in callbacks:
             callback()
 
@@ -72,7 +87,7 @@ class CancelToken:
         Returns a function that unregisters it (call it after the guarded wait ends).
         """
         with self._lock:
-            if not self._event.is_set():
+            if not self._fired:
                 key = self._next
                 self._next += 1
                 self._callbacks[key] = callback

@@ -17,7 +17,7 @@ class Trimmed:
     @property
     def kept_turns(self) -> int:
         """Turns in the kept window (counted only when a trim is reported, ACP-RT-07)."""
-        return sum(1 for m in self.kept if _is_user(m))
+        return [m.get("role") for m in self.kept].count("user")
 
 
 def trim(messages: list[JSONObject], limit: int) -> Trimmed:

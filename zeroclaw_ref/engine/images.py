@@ -55,16 +55,23 @@ def sniff_image(data: bytes) -> str | None:
 def attach_images(messages: list[JSONObject], workspace: Path) -> list[JSONObject]:
     """[POL-ENGINE-12] the messages with `images` rebuilt from attachments and markers.
 
+    Returns `messages` itself when no message can carry an image (the caller owns that list).
+
     A path that cannot be used (outside `uploads/`, a link, not a regular file, too large,
     unreadable, not PNG/JPEG/WebP/GIF) adds no part and logs one WARN line naming it.
     """
-    uploads = workspace / "uploads"
-    out: list[JSONObject] = []
-    for message in messages:
+    # Design: this runs before every model request over the whole kept window, and almost no
+    # message carries an image, so the list is copied only from the first one that does.
+    out: list[JSONObject] | None = None
+    for index, message in enumerate(messages):
         paths = _image_paths(message)
         if paths is None:
-            out.append(message)
+            if out is not None:
+                out.append(message)
             continue
+        if out is None:
+            out = messages[:index]
+        uploads = workspace / "uploads"
         parts: list[JSON] = []
         for path in paths:
             part = _image_part(path, uploads)
@@ -74,7 +81,7 @@ def attach_images(messages: list[JSONObject], workspace: Path) -> list[JSONObjec
         if parts:
             updated["images"] = parts
         out.append(updated)
-    return out
+    return messages if out is None else out
 
 
 def _image_paths(message: JSONObject) -> list[str] | None:

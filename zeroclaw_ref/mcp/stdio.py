@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass, field
 
 from zeroclaw_ref.config.model import McpServerConfig
+from zeroclaw_ref.core.affinity import unpinned
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps, loads
 from zeroclaw_ref.mcp import errors as e
@@ -96,13 +97,14 @@ class StdioTransport(Transport):
         command = self._config.command
         executable = shutil.which(command, path=env.get("PATH")) or command
         try:
-            proc = subprocess.Popen(  # [MCP-STDIO-03] no cwd: the parent's is inherited
-                [executable, *self._config.args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-            )
+            with unpinned():  # the server gets every CPU, not the ACP server's pin
+                proc = subprocess.Popen(  # [MCP-STDIO-03] no cwd: the parent's is inherited
+                    [executable, *self._config.args],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                )
         except OSError as exc:
             raise e.McpConnectError(
                 self._name,

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from zeroclaw_ref.core.affinity import unpinned
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.policy import shell_rules
@@ -191,15 +192,16 @@ class _PathScan:
 def _run(security: SecurityPolicy, command: str, timeout: int, cancel: CancelToken) -> ToolResult:
     """[POL-SHELL-09…13] spawn, wait under the timeout and the cancel token, report."""
     try:
-        process = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=security.workspace_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_environment(security.shell_env_passthrough),
-            start_new_session=True,  # its own process group, killed as one [DESIGN §7.6]
-        )
+        with unpinned():  # the command gets every CPU, not the server's pin
+            process = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=security.workspace_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_environment(security.shell_env_passthrough),
+                start_new_session=True,  # its own process group, killed as one [DESIGN §7.6]
+            )
     except OSError as exc:
         return ToolResult.fail(f"Failed to spawn command: {exc}")  # [POL-SHELL-13]
     assert process.stdout is not None and process.stderr is not None

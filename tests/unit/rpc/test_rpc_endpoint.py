@@ -119,9 +119,12 @@ def test_non_ascii_text_is_written_unescaped() -> None:
 
 
 @pytest.mark.req("ACP-TR-29", "ACP-TR-34")
-def test_the_writer_alone_writes_whole_lines_in_per_producer_order() -> None:
+@pytest.mark.parametrize("joins", [False, True], ids=["frames", "stream"])
+def test_the_writer_alone_writes_whole_lines_in_per_producer_order(joins: bool) -> None:
     chunks: list[tuple[str, bytes]] = []
-    writer = Writer(lambda data: chunks.append((threading.current_thread().name, data)))
+    writer = Writer(
+        lambda data: chunks.append((threading.current_thread().name, data)), joins=joins
+    )
 
     def produce(tag: str) -> None:
         for i in range(200):
@@ -134,7 +137,35 @@ def test_the_writer_alone_writes_whole_lines_in_per_producer_order() -> None:
         t.join()
     writer.close()
     assert {name for name, _ in chunks} == {"writer"}
-    assert all(data.endswith(b"\n") and data.count(b"\n") == 1 for _, data in chunks)
-    seen = [json.loads(data) for _, data in chunks]
+    # Every write ends on a line boundary; a frame sink gets exactly one line per call.
+    assert all(data.endswith(b"\n") for _, data in chunks)
+    if not joins:
+        assert all(data.count(b"\n") == 1 for _, data in chunks)
+    seen = [json.loads(line) for _, data in chunks for line in data.splitlines()]
+    assert len(seen) == 600
     for tag in "abc":
         assert [m["i"] for m in seen if m["p"] == tag] == list(range(200))
+
+
+@pytest.mark.req("ACP-TR-29", "ACP-TR-35")
+def test_a_stream_writer_joins_what_is_already_queued_and_still_flushes_on_close() -> None:
+    """Lines queued while the writer is busy leave in one write, whole and in order; lines
+    queued before close() are written, nothing after it."""
+    release = threading.Event()
+    entered = threading.Event()
+    chunks: list[bytes] = []
+
+    def sink(data: bytes) -> None:
+        entered.set()
+        assert release.wait(5)
+        chunks.append(data)
+
+    writer = Writer(sink, joins=True)
+    writer.send('{"n":0}')
+    assert entered.wait(5)  # the writer holds line 0 in the sink
+    for n in range(1, 4):
+        writer.send(f'{{"n":{n}}}')
+    release.set()
+    writer.close()
+    writer.send('{"n":99}')  # after close: never written
+    assert chunks == [b'{"n":0}\n', b'{"n":1}\n{"n":2}\n{"n":3}\n']
