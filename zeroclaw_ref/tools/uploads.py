@@ -14,14 +14,18 @@ import base64
 import binascii
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import secrets
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from zeroclaw_ref.core.limits import MAX_BLOB_BYTES
+
+log = logging.getLogger(__name__)
 
 # [ACP-PROMPT-18] acp.md Table 4-2 (and mcp.md MCP-RESULT-29)
 EXTENSION_MIME: dict[str, str] = {
@@ -152,8 +156,10 @@ def _open_uploads(ws_fd: int) -> int:
 
 
 def _same_regular_file(dir_fd: int, name: str, data: bytes) -> bool:
+    # O_NONBLOCK: a FIFO planted under the final name (the shell tool can make one) would
+    # otherwise block this open for ever, on the reader thread when a prompt carries the blob.
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return False
     try:
@@ -179,8 +185,24 @@ def _write_atomically(dir_fd: int, name: str, data: bytes) -> None:
         finally:
             os.close(fd)
         # A link or other entry at the final name is replaced, never followed (MCP-RESULT-33).
-        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        try:
+            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except IsADirectoryError:
+            _replace_directory(dir_fd, temp, name)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
         raise UploadError(f"Cannot write upload: {exc.strerror or exc}") from exc
+
+
+def _replace_directory(dir_fd: int, temp: str, name: str) -> None:
+    """[MCP-RESULT-33] a directory under the final name: moved aside, the file renamed into
+    place, then the directory removed without following any link inside it."""
+    aside = f".{name}.{secrets.token_hex(8)}.old"
+    os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    try:
+        shutil.rmtree(aside, dir_fd=dir_fd)
+    except OSError as exc:
+        # The upload is in place; a leftover is only clutter, so it is reported, not raised.
+        log.warning("could not remove the directory replaced by an upload: %s", exc)
