@@ -40,6 +40,7 @@ MAX_REDIRECTS = 10  # [MCP-HTTP-01] [MCP-TLS-13]
 CONNECT_CAP_S = 30.0  # [MCP-HTTP-08]
 DELETE_TIMEOUT_S = 5.0  # [MCP-HTTP-48]
 NOTIFY_TIMEOUT_S = 30.0  # Design: bound on a notification or response POST
+DRAIN_MAX_BYTES = 65_536  # [MCP-HTTP-01] larger acknowledgement bodies are not read out
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 SSE_ACCEPT = "text/event-stream"
@@ -158,6 +159,16 @@ def make_session(server: str, ca_path: str | None) -> _Session:
         ctx = tls.context_with(pem, requests.utils.DEFAULT_CA_BUNDLE_PATH)
         session.mount("https://", _CaAdapter(ctx))
     return session
+
+
+def _drain(body: hb.Body) -> None:
+    """[MCP-HTTP-01] read out (never parse, MCP-HTTP-12) a small fixed-length body, so that
+    closing it hands its connection back to the pool instead of dropping it."""
+    if body.content_length is None or body.content_length > DRAIN_MAX_BYTES:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        for _ in body.chunks():
+            pass
 
 
 def pre_write(exc: requests.exceptions.ConnectionError) -> bool:
@@ -355,7 +366,11 @@ class HttpTransport(Transport):
         except e.McpError as err:
             outcome = err
         except (OSError, ValueError) as exc:
-            outcome = e.outcome_unknown(self.name, op, f"connection error: {type(exc).__name__}")
+            # [MCP-HTTP-30] name the urllib3 class a `StreamError` wraps, not the wrapper
+            cause = getattr(exc, "name", None) if isinstance(exc, StreamError) else None
+            outcome = e.outcome_unknown(
+                self.name, op, f"connection error: {cause or type(exc).__name__}"
+            )
         finally:
             with self._lock:
                 self._active.pop(exchange.request_id, None)
@@ -448,6 +463,7 @@ class HttpTransport(Transport):
             if not 200 <= body.status < 300:
                 raise e.http_status(self.name, body.status)
         finally:
+            _drain(body)  # [MCP-HTTP-01] keep the keep-alive connection for the next POST
             body.close()
 
     # --- the standalone GET stream --------------------------------------------------------

@@ -232,15 +232,17 @@ class SseTransport(Transport):
             target = urljoin(stream_url, target)
         error: e.McpError | None = None
         scheme, host, port = origin(target)
-        if (scheme, host, port) != origin(self.url):
+        if self.config.tls_ca_cert_path is not None and scheme != "https":
+            # [MCP-SSE-07] checked first: with a CA the stream URL is https, so a plaintext
+            # endpoint would otherwise always be reported as another origin (MCP-SSE-06)
+            error = e.McpConnectError(self.name, PLAINTEXT_ENDPOINT)
+        elif (scheme, host, port) != origin(self.url):
             shown = f"{scheme}://{host}" + (f":{port}" if urlsplit(target).port else "")
             error = e.McpConnectError(
                 self.name,
                 f"MCP server `{self.name}` advertised an SSE message endpoint on a different "
                 f"origin ({shown}); refusing to send requests there",
             )
-        elif self.config.tls_ca_cert_path is not None and scheme != "https":
-            error = e.McpConnectError(self.name, PLAINTEXT_ENDPOINT)
         if self._endpoint_ready.is_set():
             if error is not None:
                 log.warning("MCP server `%s`: ignoring a new endpoint: %s", self.name, error)
