@@ -21,6 +21,7 @@ settings.load_profile("zeroclaw")
 # How each external peer is installed; the skip/fail text names it (DESIGN §11.3).
 PEER_INSTALL = {
     "acp-python-sdk": "pip install agent-client-protocol==0.12.1",
+    "mcp-python-sdk": "pip install mcp==2.3.0 (the `test` extra)",
     "node": "apt-get install nodejs (Node 20) or use the machine's node",
     "acp-typescript-sdk": "npm install @agentclientprotocol/sdk@2.4.0 zod (in .peers/)",
     "websocket-client": "pip install websocket-client==1.9.0 (the `test` extra)",
@@ -40,7 +41,11 @@ NODE_PEERS = {
 # Node >= 22 for the conformance suite (PEERS.md), kept apart from the machine's Node 20.
 NODE22 = Path(__file__).resolve().parents[1] / ".peers" / "node22" / "node_modules" / "node" / "bin"
 # Python peers found by importing a module.
-PEER_MODULES = {"acp-python-sdk": "acp", "websocket-client": "websocket"}
+PEER_MODULES = {
+    "acp-python-sdk": "acp",
+    "websocket-client": "websocket",
+    "mcp-python-sdk": "mcp.server",
+}
 
 
 def _missing(name: str, why: str) -> None:
