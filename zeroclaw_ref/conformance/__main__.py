@@ -1,7 +1,8 @@
-"""Command line of the oracle: run | lint | coverage | show | list (transcripts.md §9, §12, §13).
+"""Command line of the oracle: run | lint | coverage | show | list | record | serve.
 
-Exit statuses follow [TX-RUN-07], [TX-LINT-02] and [TX-COVER-05]; an invalid
-command line exits 2.
+The commands are those of transcripts.md §9, §11, §12, §13 and §14. Exit statuses
+follow [TX-RUN-07], [TX-LINT-02], [TX-COVER-05], [TX-RECORD-04] and [TX-SERVE-01];
+an invalid command line exits 2.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from pathlib import Path
 
 from .coverage import run_coverage
 from .lint import run_lint
+from .record import run_record
 from .report import status_line, summary_line
 from .runner import RunOptions, default_agent
+from .serve import DEFAULT_IDLE_TIMEOUT, ServeOptions, serve_command
 from .show import list_scenarios, show_scenario
 from .suite import (
     RunOutcome,
@@ -77,6 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list scenario ids with level and tags")
     lst.add_argument("--fixtures", type=Path, default=Path("fixtures"))
     lst.add_argument("--servable", action="store_true")
+    rec = sub.add_parser("record", help="draft expected frames from an agent, for review")
+    rec.add_argument("--agent", default=default_agent())
+    rec.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    rec.add_argument("--write", action="store_true")
+    rec.add_argument("--timeout-scale", type=float, default=1.0)
+    rec.add_argument("paths", nargs="*", type=Path)
+    srv = sub.add_parser("serve", help="play the agent of one scenario to judge an ACP client")
+    srv.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    srv.add_argument("--report", type=Path)
+    srv.add_argument("--allow-tail", action="store_true")
+    srv.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT)
+    srv.add_argument("scenario")
     return parser
 
 
@@ -142,6 +157,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_coverage(args.fixtures, args.spec, args.json)
     if args.command == "show":
         return show_scenario(args.fixtures, args.scenario)
+    if args.command == "record":
+        options = RunOptions(agent=args.agent, timeout_scale=args.timeout_scale)
+        return run_record(fixtures_for(args.paths, args.fixtures), args.paths, options, args.write)
+    if args.command == "serve":
+        served = ServeOptions(args.idle_timeout, args.allow_tail, args.report)
+        return serve_command(args.scenario, args.fixtures, served)
     return list_scenarios(args.fixtures, args.servable)
 
 

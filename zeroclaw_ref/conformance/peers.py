@@ -1,10 +1,9 @@
 """Fake MCP server peers on the runner's side (transcripts.md §8).
 
-Only stdio peers are implemented: the IUT starts the relay script (relay.py),
-which connects back to a loopback socket opened here and forwards lines both
-ways ([TX-PEER-05]). A respawned relay continues the same channel
-([TX-PEER-06]). HTTP and SSE peers ([TX-PEER-07] to [TX-PEER-09]) are not
-implemented yet; a scenario that declares one ends with status ``error``.
+stdio peers live here: the IUT starts the relay script (relay.py), which
+connects back to a loopback socket opened here and forwards lines both ways
+([TX-PEER-05]). A respawned relay continues the same channel ([TX-PEER-06]).
+HTTP and SSE peers ([TX-PEER-07] to [TX-PEER-09]) live in httppeers.py.
 
 Relay protocol (internal, [TX-PEER-06]): one JSON object per line. The relay
 first sends its token and receives ``{"on_eof": ...}``; then it sends
@@ -22,7 +21,9 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Mapping
 
+from .httppeers import HttpPeer, SsePeer
 from .jsonlex import JSON, JsonError, loads
 from .transcript import Channel
 
@@ -138,6 +139,10 @@ class StdioPeer:
                 self._current = None
         return ok
 
+    def next_message(self, timeout: float) -> tuple[JSON, Mapping[str, str] | None]:
+        """The next line the IUT wrote to the peer (no headers on stdio); raises queue.Empty."""
+        return self.messages.get(timeout=timeout), None
+
     def drain(self) -> list[JSON]:
         left: list[JSON] = []
         while True:
@@ -160,15 +165,19 @@ class StdioPeer:
                 conn.close()
 
 
-def start_peer(channel: Channel, timeout_scale: float) -> StdioPeer:
+Peer = StdioPeer | HttpPeer | SsePeer
+
+
+def start_peer(channel: Channel, timeout_scale: float) -> Peer:
     """Start the peer for a declared channel ([TX-PEER-01]).
 
     Raises:
         PeerError: the transport is not implemented by this runner.
     """
+    if channel.transport == "http":
+        return HttpPeer(channel, timeout_scale)
+    if channel.transport == "sse":
+        return SsePeer(channel, timeout_scale)
     if channel.transport != "stdio":
-        raise PeerError(
-            f"channel {channel.name!r}: {channel.transport} peers are not implemented yet"
-            " (TX-PEER-07/TX-PEER-09)"
-        )
+        raise PeerError(f"channel {channel.name!r}: unknown transport {channel.transport}")
     return StdioPeer(channel, timeout_scale)

@@ -19,14 +19,16 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .agent import AgentProcess, Message, Pollution, StdoutClosed
 from .checks import check_frames
+from .httpwire import PeerFailure, match_headers
 from .jsonlex import JSON, Real, dumps
 from .match import MatchContext, match, match_unordered, split_pointer
-from .peers import PeerError, StdioPeer, start_peer
+from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
 from .report import HISTORY, STDERR_TAIL, FailureInfo, render_failure
 from .transcript import Frame, Scenario, TranscriptError, load, support_path
@@ -108,7 +110,8 @@ class _Run:
         self.bindings: dict[str, JSON] = {}
         self.history: dict[str, deque[str]] = {"acp": deque(maxlen=HISTORY)}
         self.agent: AgentProcess | None = None
-        self.peers: dict[str, StdioPeer] = {}
+        self.peers: dict[str, Peer] = {}
+        self.peer_headers: Mapping[str, str] | None = None  # of the last message taken
         self.exit_seen = False
         self.env: dict[str, str] = {}
 
@@ -260,7 +263,7 @@ class _Run:
     def _next_peer(self, frame: Frame, deadline: float) -> JSON:
         peer = self.peers[frame.ch]
         try:
-            value = peer.messages.get(timeout=max(deadline - time.monotonic(), 0.0))
+            value, self.peer_headers = peer.next_message(max(deadline - time.monotonic(), 0.0))
         except queue.Empty:
             raise self._failed("timeout", frame, "no message before the deadline") from None
         self.history[frame.ch].append("--> " + dumps(value))
@@ -301,9 +304,17 @@ class _Run:
 
     def _write(self, frame: Frame, data: bytes, shown: str) -> None:
         if frame.ch != "acp":
-            stream = frame.mods.get("stream", "stdout")
-            self.peers[frame.ch].send(data, str(stream))
+            peer = self.peers[frame.ch]
             self.history[frame.ch].append("<-- " + shown)
+            if isinstance(peer, StdioPeer):
+                peer.send(data, str(frame.mods.get("stream", "stdout")))
+                return
+            http = substitute(frame.mods.get("http"), self.host, self.bindings)
+            deadline = self._deadline(frame, self.sc.timeout_expect)
+            try:  # [TX-PEER-07] [TX-PEER-09]
+                peer.deliver(frame.verb, data, http, deadline)
+            except PeerFailure as exc:
+                raise self._failed(exc.reason, frame, str(exc)) from None
             return
         self.history["acp"].append("--> " + shown)
         if not self._iut().write(data):
@@ -319,6 +330,8 @@ class _Run:
         else:
             actual = self._next_peer(frame, deadline)
         miss = match(frame.value, actual, self._ctx())
+        if miss is None and frame.ch != "acp":  # [TX-PEER-08] request headers, when listed
+            miss = match_headers(frame.mods.get("http"), self.peer_headers, self._ctx())
         if miss is not None:
             raise self._failed(
                 "mismatch",

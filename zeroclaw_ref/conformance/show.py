@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .jsonlex import dumps
-from .placeholders import PlaceholderError, parse
+from .serve_values import servable_problems
 from .suite import discover
 from .transcript import Frame, Scenario, TranscriptError, load
 
@@ -53,32 +53,8 @@ def _frame_line(frame: Frame) -> str:
 
 
 def servable(sc: Scenario) -> bool:
-    """[TX-SERVE-02] no peers or raw sends, no do frames but a final close_input, examples."""
-    if sc.channels or any(f.verb == "send_raw" for f in sc.frames):
-        return False
-    dos = [i for i, f in enumerate(sc.frames) if f.verb == "do"]
-    judged = [i for i, f in enumerate(sc.frames) if f.verb not in ("note", "expect_exit")]
-    if len(dos) > 1 or (dos and (sc.frames[dos[0]].value != "close_input" or dos[0] != judged[-1])):
-        return False
-    return all(
-        "example" in f.mods or not _has_any(f.value) for f in sc.frames if f.verb == "expect"
-    )
-
-
-def _has_any(value: object) -> bool:
-    if isinstance(value, list):
-        return any(_has_any(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_any(v) for v in value.values())
-    if isinstance(value, str):
-        try:
-            return any(
-                (p.is_wildcard or p.is_binding) and p.type in (None, "any")
-                for p in parse(value).placeholders
-            )
-        except PlaceholderError:
-            return False
-    return False
+    """[TX-SERVE-02] what `serve` accepts: one definition, shared with the command itself."""
+    return not servable_problems(sc)
 
 
 def show_scenario(fixtures: Path, name: str) -> int:
