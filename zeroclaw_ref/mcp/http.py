@@ -98,8 +98,20 @@ class RequestsBody(hb.Body):
         self.content_length = int(length) if length and length.strip().isdigit() else None
 
     def chunks(self) -> Iterator[bytes]:
+        raw = self.resp.raw
         try:
-            yield from self.resp.raw.stream(hb.CHUNK, decode_content=False)
+            if raw.chunked and raw.supports_chunked_reads():
+                yield from raw.read_chunked(hb.CHUNK, decode_content=False)
+                return
+            # [MCP-HTTP-23] a body framed by Content-Length or by the connection closing is
+            # read with read1, which returns what has arrived: urllib3's read(n) would hold an
+            # event stream's events back until n bytes or the end had come.
+            read1 = getattr(raw, "read1", None)  # urllib3 1.x, which requests allows, has none
+            if read1 is None:
+                yield from raw.stream(hb.CHUNK, decode_content=False)
+                return
+            while data := read1(hb.CHUNK, decode_content=False):
+                yield data
         except HTTPError as exc:  # urllib3's, not an OSError: keep its name for the cause text
             raise StreamError(type(exc).__name__) from exc
 

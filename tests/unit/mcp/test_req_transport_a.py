@@ -692,12 +692,23 @@ def test_a_stale_answer_post_breaks_the_connection_but_not_the_pending_call(
 
 
 class _RawStream:
+    """urllib3's response surface as RequestsBody reads an unchunked body: read1 gives
+    `first`, then fails with `error`."""
+
+    chunked = False
+
     def __init__(self, first: bytes, error: BaseException) -> None:
         self.first, self.error = first, error
         self.connection = None
+        self._given = False
 
-    def stream(self, amount: int, decode_content: bool = False) -> Iterator[bytes]:
-        yield self.first
+    def supports_chunked_reads(self) -> bool:
+        return False
+
+    def read1(self, amount: int, decode_content: bool = False) -> bytes:
+        if not self._given:
+            self._given = True
+            return self.first
         raise self.error
 
 
