@@ -30,7 +30,14 @@ sys.path.insert(0, str(BENCH_DIR))
 
 from client import AgentDied, AgentSpec, agent_specs  # noqa: E402
 
-CASES = ("acp_startup", "acp_prompt_rtt", "mcp_stdio_echo", "mcp_http_echo")
+CASES = (
+    "acp_startup",
+    "acp_prompt_rtt",
+    "mcp_stdio_echo",
+    "mcp_http_echo",
+    "mcp_stdio_ready",
+    "mcp_import",
+)
 OURS = "ours"
 
 
@@ -80,14 +87,23 @@ def check_budgets(
 
 
 def check_budget(budget: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A ceiling on ours / peer (`max_ratio`) or on ours − peer in ms (`max_difference_ms`)."""
     stat = f"{budget['statistic']}_ms"
     ours = result["agents"][OURS][stat]
     peer = result["agents"][budget["peer"]][stat]
+    verdict = {"checked": True, "peer": budget["peer"], "statistic": budget["statistic"]}
+    if "max_difference_ms" in budget:
+        difference = ours - peer
+        limit = budget["max_difference_ms"]
+        return {
+            **verdict,
+            "difference_ms": difference,
+            "max_difference_ms": limit,
+            "ok": difference <= limit,
+        }
     ratio = ours / peer
     return {
-        "checked": True,
-        "peer": budget["peer"],
-        "statistic": budget["statistic"],
+        **verdict,
         "ratio": ratio,
         "max_ratio": budget["max_ratio"],
         "ok": ratio <= budget["max_ratio"],
@@ -121,7 +137,14 @@ def _ratios(agents: dict[str, Any], budgets: list[dict[str, Any]]) -> str:
         text = f"{r_med:>11.3f}{r_p90:>11.3f}"
         if budget["checked"]:
             verdict = "ok" if budget["ok"] else "BREACH"
-            text += f"  {budget['statistic']} ≤ {budget['max_ratio']} × {peer}: {verdict}"
+            stat = budget["statistic"]
+            if "max_difference_ms" in budget:
+                text += (
+                    f"  {stat} − {peer} = {budget['difference_ms']:+.1f} ms"
+                    f" ≤ {budget['max_difference_ms']} ms: {verdict}"
+                )
+            else:
+                text += f"  {stat} ≤ {budget['max_ratio']} × {peer}: {verdict}"
         lines.append(text)
     return ("\n" + " " * 52).join(lines)
 

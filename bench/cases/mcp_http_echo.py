@@ -10,12 +10,13 @@ from cases.mcp_common import missing as missing  # run.py asks each case what it
 from client import AgentSpec
 
 NAME = "mcp_http_echo"
+CLIENTS = ("ours", "sdk")
 DESCRIPTION = "tools/call echo → result over Streamable HTTP, server-everything, same session"
 
 
 def specs(scratch: Path) -> list[AgentSpec]:
     """ours and the official SDK client (`Client(url, mode="legacy")`)."""
-    return client_specs(("ours", "sdk"))
+    return client_specs(CLIENTS)
 
 
 def rounds(quick: bool) -> tuple[int, int]:

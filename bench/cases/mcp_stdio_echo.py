@@ -11,12 +11,13 @@ from cases.mcp_common import missing as missing  # run.py asks each case what it
 from client import AgentSpec
 
 NAME = "mcp_stdio_echo"
+CLIENTS = ("ours", "sdk", "minimal")
 DESCRIPTION = "tools/call echo → result over stdio, server-everything, same session"
 
 
 def specs(scratch: Path) -> list[AgentSpec]:
     """ours, the official SDK client and the minimal blocking client."""
-    return client_specs(("ours", "sdk", "minimal"))
+    return client_specs(CLIENTS)
 
 
 def rounds(quick: bool) -> tuple[int, int]:
