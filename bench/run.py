@@ -87,7 +87,14 @@ def check_budgets(
 
 
 def check_budget(budget: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """A ceiling on ours / peer (`max_ratio`) or on ours − peer in ms (`max_difference_ms`)."""
+    """A ceiling on ours / peer (`max_ratio`) or on ours − peer in ms (`max_difference_ms`).
+
+    Raises:
+        ValueError: the budget names both kinds or neither (budgets.toml: exactly one).
+    """
+    kinds = [k for k in ("max_ratio", "max_difference_ms") if k in budget]
+    if len(kinds) != 1:
+        raise ValueError(f"a budget needs exactly one of max_ratio, max_difference_ms: {budget}")
     stat = f"{budget['statistic']}_ms"
     ours = result["agents"][OURS][stat]
     peer = result["agents"][budget["peer"]][stat]

@@ -2,7 +2,9 @@
 
 A spawn is any call of `subprocess.Popen/run/call/check_call/check_output`, `os.fork*`,
 `os.spawn*`, `os.exec*` or `os.posix_spawn*`; each must sit lexically inside a
-`with unpinned():` block. The conformance runner is exempt: it never imports the package
+`with unpinned():` block. So that no spawn hides behind another spelling, the package may not
+import names out of `subprocess` (`from subprocess import Popen`) and may not use `pty` or
+`multiprocessing` at all. The conformance runner is exempt: it never imports the package
 (transcripts.md), runs in its own process and is never pinned.
 """
 
@@ -35,12 +37,27 @@ def _is_unpinned_block(node: ast.AST) -> bool:
     )
 
 
+FORBIDDEN_MODULES = {"pty", "multiprocessing"}
+
+
+def _hidden_spawner(node: ast.AST) -> bool:
+    """An import through which a spawn would escape the check above."""
+    if isinstance(node, ast.ImportFrom):
+        root = (node.module or "").split(".")[0]
+        return root == "subprocess" or root in FORBIDDEN_MODULES
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] in FORBIDDEN_MODULES for alias in node.names)
+    return False
+
+
 def _spawns_outside(tree: ast.AST) -> list[int]:
     found: list[int] = []
 
     def visit(node: ast.AST, guarded: bool) -> None:
         guarded = guarded or _is_unpinned_block(node)
-        if isinstance(node, ast.Call) and _is_spawn(node) and not guarded:
+        if (isinstance(node, ast.Call) and _is_spawn(node) and not guarded) or _hidden_spawner(
+            node
+        ):
             found.append(node.lineno)
         for child in ast.iter_child_nodes(node):
             visit(child, guarded)
@@ -66,3 +83,6 @@ def test_the_check_sees_a_bare_spawn_and_accepts_a_guarded_one() -> None:
     assert _spawns_outside(ast.parse(bare)) == [2]
     assert _spawns_outside(ast.parse(guarded)) == []
     assert _spawns_outside(ast.parse(forked)) == [2]
+    assert _spawns_outside(ast.parse("from subprocess import Popen\n")) == [1]
+    assert _spawns_outside(ast.parse("import pty\n")) == [1]
+    assert _spawns_outside(ast.parse("from multiprocessing import Process\n")) == [1]

@@ -122,3 +122,8 @@ def test_a_difference_budget_is_judged_as_ours_minus_the_peer_in_ms(
         {**{k: budget[k] for k in ("peer", "statistic")}, "max_ratio": 1.5}, _result(250.0, 230.0)
     )
     assert ratio["ok"] and "difference_ms" not in ratio
+    # A budget must name exactly one kind: both, or neither, is a mistake in budgets.toml.
+    with pytest.raises(ValueError, match="exactly one"):
+        check_budget({**budget, "max_ratio": 1.5}, _result(250.0, 230.0))
+    with pytest.raises(ValueError, match="exactly one"):
+        check_budget({"peer": "bare", "statistic": "median"}, _result(250.0, 230.0))

@@ -36,7 +36,7 @@ _WAKE = signal.SIGUSR1  # sent to the main thread when stdout breaks (ACP-TR-36)
 @dataclass(frozen=True, slots=True)
 class StdioOptions:
     reaper_interval: float
-    pin_cpu: bool = True  # core/affinity.py: one CPU for the server's threads
+    pin_cpu: bool = False  # core/affinity.py: one CPU for the server's threads (`acp` sets it)
 
 
 class _Input:

@@ -23,36 +23,47 @@ How it stays harmless:
 - A child process (a shell command, an MCP server, `op`) must get the CPUs and the scheduling
   policy the server started with, not the pin: a build run through the shell tool would
   otherwise be held to one CPU. Every spawn therefore happens inside `unpinned()`, which
-  restores both on the *calling* thread only, for the duration of the fork, and re-applies
-  them afterwards. Other threads keep running
+  restores both on the *calling* thread only, for the duration of the spawning call, and
+  re-applies them afterwards. Other threads keep running
   pinned meanwhile, and no `preexec_fn` is needed (it is unsafe in a threaded parent).
   tests/architecture checks that every spawn in the package sits in such a block.
 - The CPU chosen is the one the scheduler already runs the main thread on, so a machine's
   load balancing is followed rather than every server landing on CPU 0.
 - `ZEROCLAW_REF_ACP_PIN=0` turns it off (an upper-case name, so never a config override,
   config.md CFG-ENV-01). Without `sched_setaffinity`, or with a single CPU allowed, it is a
-  no-op.
+  no-op. Only the `acp` command pins (`StdioOptions.pin_cpu` is off unless the command line
+  asks), and the gateway never does: it serves many connections.
+
+The trade-off, stated plainly: the CPU is chosen once. Two servers started on the same CPU
+stay there, and a busy neighbour on that CPU delays their wake-ups, where the scheduler could
+otherwise have moved them. The servers are idle between messages and their heavy work runs
+in children, which are not pinned, so this costs little. Turn it off where it does matter.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 PIN_ENV = "ZEROCLAW_REF_ACP_PIN"
 
-# The mask the process had before pinning; None while nothing is pinned. Written once, by the
-# main thread, before any other thread exists; read by every spawning thread.
-_inherited: frozenset[int] | None = None
-# The scheduling policy replaced by SCHED_BATCH, or None when the policy was left alone.
-_inherited_policy: int | None = None
-_state_lock = threading.Lock()
+
+@dataclass(frozen=True, slots=True)
+class _Pin:
+    cpu: int  # the one CPU of the server's threads
+    inherited: frozenset[int]  # the mask before pinning: what children get
+    policy: int | None  # the policy SCHED_BATCH replaced, None when it was left alone
+
+
+# Set once by `pin_current_thread()` on the main thread before any other thread exists, and
+# only read afterwards (one object, so a reader never sees half of it).
+_pin: _Pin | None = None
 
 
 def pin_wanted(environ: Mapping[str, str]) -> bool:
@@ -63,10 +74,10 @@ def pin_wanted(environ: Mapping[str, str]) -> bool:
 def pin_current_thread() -> int | None:
     """Pin the calling thread to the CPU it is running on; returns that CPU, or None.
 
-    Call it before starting any other thread: those created afterwards inherit the pin.
+    Call it once, before starting any other thread: those created afterwards inherit the pin.
     """
-    global _inherited, _inherited_policy
-    if not hasattr(os, "sched_setaffinity"):
+    global _pin
+    if _pin is not None or not hasattr(os, "sched_setaffinity"):
         return None
     try:
         allowed = frozenset(os.sched_getaffinity(0))
@@ -75,47 +86,62 @@ def pin_current_thread() -> int | None:
         cpu = _current_cpu()
         if cpu not in allowed:
             cpu = min(allowed)
-        with _state_lock:
-            os.sched_setaffinity(0, {cpu})
-            _inherited = allowed
-            _inherited_policy = _to_batch()
+        os.sched_setaffinity(0, {cpu})
     except OSError as exc:
         log.debug("CPU pinning unavailable: %s", exc)
         return None
+    _pin = _Pin(cpu, allowed, _to_batch())
     return cpu
 
 
 def inherited_cpus() -> frozenset[int] | None:
     """The CPUs children are given, or None when the process is not pinned."""
-    return _inherited
+    return None if _pin is None else _pin.inherited
 
 
 @contextmanager
 def unpinned() -> Iterator[None]:
     """Run the block (a process spawn) with the calling thread allowed on every CPU the
-    process started with, so the child inherits that set instead of the pin."""
-    wide, policy = _inherited, _inherited_policy
-    if wide is None:
+    process started with, so the child inherits that set instead of the pin.
+
+    Best effort in both directions: placement must never decide whether a child starts, and
+    an error while restoring must never hide a child that did start (the caller would lose
+    its handle, and with it the timeout and the kill). A thread whose mask is no longer the
+    pin was changed from outside (`taskset -a -p`): it is left alone, so the administrator's
+    choice reaches the child.
+    """
+    pin = _pin
+    if pin is None or _try(os.sched_getaffinity, 0) != {pin.cpu}:
         yield
         return
-    narrow = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, wide)
-    if policy is not None:
-        os.sched_setscheduler(0, policy, os.sched_param(0))
+    widened = _try(os.sched_setaffinity, 0, pin.inherited) is not _FAILED
+    if widened and pin.policy is not None:
+        _try(os.sched_setscheduler, 0, pin.policy, os.sched_param(0))
     try:
         yield
     finally:
-        os.sched_setaffinity(0, narrow)
-        if policy is not None:
-            _to_batch()
+        if widened:
+            _try(os.sched_setaffinity, 0, {pin.cpu})
+            if pin.policy is not None:
+                _to_batch()
 
 
 def reset_for_tests() -> None:
     """Forget a pin (tests only; the thread's own mask is the caller's business)."""
-    global _inherited, _inherited_policy
-    with _state_lock:
-        _inherited = None
-        _inherited_policy = None
+    global _pin
+    _pin = None
+
+
+_FAILED = object()
+
+
+def _try(call: Callable[..., object], *args: object) -> object:
+    """Run one placement call; an OSError is logged at DEBUG and returns `_FAILED`."""
+    try:
+        return call(*args)
+    except OSError as exc:
+        log.debug("CPU placement call %s failed: %s", getattr(call, "__name__", call), exc)
+        return _FAILED
 
 
 def _to_batch() -> int | None:

@@ -41,6 +41,7 @@ CONNECT_CAP_S = 30.0  # [MCP-HTTP-08]
 DELETE_TIMEOUT_S = 5.0  # [MCP-HTTP-48]
 NOTIFY_TIMEOUT_S = 30.0  # Design: bound on a notification or response POST
 DRAIN_MAX_BYTES = 65_536  # [MCP-HTTP-01] larger acknowledgement bodies are not read out
+DRAIN_BUDGET_S = 0.25  # [MCP-HTTP-01] longest a drain may take before the connection is dropped
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 SSE_ACCEPT = "text/event-stream"
@@ -136,10 +137,14 @@ class RequestsBody(hb.Body):
 
     def clear_timeout(self) -> None:
         """[MCP-HTTP-34] a GET stream has no read timeout once its headers arrived."""
+        self.set_read_timeout(None)
+
+    def set_read_timeout(self, seconds: float | None) -> None:
+        """Bound every further read of this body (None: no bound)."""
         sock = self._socket()
         if sock is not None:
             with contextlib.suppress(OSError):
-                sock.settimeout(None)
+                sock.settimeout(seconds)
 
     def close(self) -> None:
         self.resp.close()
@@ -175,12 +180,20 @@ def make_session(server: str, ca_path: str | None) -> _Session:
 
 def _drain(body: hb.Body) -> None:
     """[MCP-HTTP-01] read out (never parse, MCP-HTTP-12) a small fixed-length body, so that
-    closing it hands its connection back to the pool instead of dropping it."""
+    closing it hands its connection back to the pool instead of dropping it.
+
+    Only while that is cheap: the whole drain gets DRAIN_BUDGET_S, so a server that declares
+    more than it sends, or drips it, costs a dropped connection (the behaviour without the
+    drain), never a stalled notification such as `notifications/cancelled`.
+    """
     if body.content_length is None or body.content_length > DRAIN_MAX_BYTES:
-        return
-    with contextlib.suppress(OSError, ValueError):
+        return  # (a zero length is still read: that is what marks the body complete)
+    deadline = time.monotonic() + DRAIN_BUDGET_S
+    body.set_read_timeout(DRAIN_BUDGET_S)
+    with contextlib.suppress(OSError, ValueError, StreamError):
         for _ in body.chunks():
-            pass
+            if time.monotonic() >= deadline:
+                return
 
 
 def pre_write(exc: requests.exceptions.ConnectionError) -> bool:

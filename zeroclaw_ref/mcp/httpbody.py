@@ -51,6 +51,9 @@ class Body(ABC):
     def close(self) -> None:
         """Release the response; only the reading thread calls this."""
 
+    def set_read_timeout(self, seconds: float | None) -> None:  # noqa: B027 - optional hook
+        """Bound every further read (None: no bound); a body without a socket ignores it."""
+
 
 def is_sse(content_type: str) -> bool:
     return content_type.split(";")[0].strip().lower() == "text/event-stream"

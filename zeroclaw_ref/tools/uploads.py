@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,13 +195,16 @@ def _write_atomically(dir_fd: int, name: str, data: bytes) -> None:
 
 
 def _replace_directory(dir_fd: int, temp: str, name: str) -> None:
-    """[MCP-RESULT-33] a directory under the final name: moved aside, the file renamed into
-    place, then the directory removed without following any link inside it."""
+    """[MCP-RESULT-33] a directory under the final name: renamed aside, then the file renamed
+    into place.
+
+    Design: the directory is kept, not deleted. Deleting is unbounded work (any depth, any
+    number of entries) on the reader thread, which must stay responsive (ACP-TR-31), and the
+    directory is somebody's content: the upload only needs its name back.
+    """
     aside = f".{name}.{secrets.token_hex(8)}.old"
     os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    try:
-        shutil.rmtree(aside, dir_fd=dir_fd)
-    except OSError as exc:
-        # The upload is in place; a leftover is only clutter, so it is reported, not raised.
-        log.warning("could not remove the directory replaced by an upload: %s", exc)
+    log.warning(
+        "a directory stood under the upload name %s; it was moved to uploads/%s", name, aside
+    )

@@ -101,6 +101,78 @@ def test_pinning_covers_later_threads_and_unpinned_restores_only_the_spawning_th
     assert seen["after_policy"] == seen["batch"]
 
 
+FAILING_CALLS = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    from zeroclaw_ref.core import affinity
+
+    cpu = affinity.pin_current_thread()
+    real = os.sched_setaffinity
+    fail_on = {int(n) for n in sys.argv[1].split(",")}
+    calls = []
+
+    def flaky(pid, mask):
+        calls.append(sorted(mask))
+        if len(calls) in fail_on:
+            raise OSError(22, "Invalid argument")
+        real(pid, mask)
+
+    os.sched_setaffinity = flaky
+    with affinity.unpinned():
+        child = subprocess.Popen(["sh", "-c", "exit 7"])
+    os.sched_setaffinity = real
+    print(json.dumps({"cpu": cpu, "status": child.wait(10), "calls": calls,
+                      "after": sorted(os.sched_getaffinity(0))}))
+    """
+)
+
+
+@pytest.mark.parametrize(("fail_on", "after"), [("1", "pinned"), ("2", "wide")])
+def test_a_failing_placement_call_never_stops_or_hides_a_spawn(fail_on: str, after: str) -> None:
+    """Call 1 widens before the spawn, call 2 restores after it: whichever fails, the child
+    starts and its handle reaches the caller (its timeout and kill depend on that)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FAILING_CALLS, fail_on],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr  # no exception escaped unpinned()
+    seen = json.loads(done.stdout)
+    assert seen["status"] == 7  # the child ran and was waited for
+    start = sorted(os.sched_getaffinity(0))
+    expected = [seen["cpu"]] if after == "pinned" else start
+    assert seen["after"] == expected
+
+
+OUTSIDE_CHANGE = textwrap.dedent(
+    """
+    import json, os, subprocess
+    from zeroclaw_ref.core import affinity
+
+    cpu = affinity.pin_current_thread()
+    other = max(c for c in os.sched_getaffinity(0) | affinity.inherited_cpus() if c != cpu)
+    os.sched_setaffinity(0, {other})  # what `taskset -a -p` does to a running server
+    with affinity.unpinned():
+        child = subprocess.run(["grep", "Cpus_allowed_list", "/proc/self/status"],
+                               capture_output=True, text=True, check=True).stdout
+    print(json.dumps({"other": other, "child": child}))
+    """
+)
+
+
+def test_an_outside_affinity_change_reaches_children_unwidened() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", OUTSIDE_CHANGE],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert _status_cpus(seen["child"]) == {seen["other"]}
+
+
 def test_unpinned_is_a_no_op_when_nothing_was_pinned() -> None:
     affinity.reset_for_tests()
     before = os.sched_getaffinity(0)
@@ -129,8 +201,10 @@ def _server_cpus(pid: int) -> list[set[int]]:
     return [_status_cpus((t / "status").read_text()) for t in tasks.iterdir()]
 
 
-@pytest.mark.parametrize("pin", ["", "0"], ids=["pinned", "ZEROCLAW_REF_ACP_PIN=0"])
-def test_the_acp_server_is_pinned_but_its_shell_commands_are_not(tmp_path: Path, pin: str) -> None:
+@pytest.mark.parametrize("pin_env", ["", "0"], ids=["pinned", "ZEROCLAW_REF_ACP_PIN=0"])
+def test_the_acp_server_is_pinned_but_its_shell_commands_are_not(
+    tmp_path: Path, pin_env: str
+) -> None:
     config_dir = tmp_path / "config"
     config_dir.mkdir()
     (config_dir / "config.toml").write_text(CONFIG)
@@ -139,7 +213,7 @@ def test_the_acp_server_is_pinned_but_its_shell_commands_are_not(tmp_path: Path,
     # A script, because the shell policy refuses /proc paths on the command line itself.
     (work / "cpus.sh").write_text("grep Cpus_allowed_list /proc/self/status\n")
     start = os.sched_getaffinity(0)
-    env = {affinity.PIN_ENV: pin} if pin else {}
+    env = {affinity.PIN_ENV: pin_env} if pin_env else {}
     agent = AcpProcess(config_dir, env=env)
     try:
         agent.request(1, "initialize", {"protocolVersion": 1})
@@ -165,7 +239,7 @@ def test_the_acp_server_is_pinned_but_its_shell_commands_are_not(tmp_path: Path,
         assert _status_cpus(shell) == start  # the command ran on every CPU
         threads = _server_cpus(agent.proc.pid)
         assert len(threads) >= 3  # reader, writer, session worker at least
-        if pin:
+        if pin_env == "0":
             assert all(cpus == start for cpus in threads)
         else:
             (cpu,) = threads[0]

@@ -79,3 +79,68 @@ def test_an_unchunked_event_stream_yields_an_event_before_the_body_ends(
     server.release.set()
     assert b"".join(chunks) == REST  # and the body still ends where it should
     response.close()
+
+
+class _ShortAck:
+    """A 202 that declares `declared` bytes, sends `sent` of them (one every `drip` s if
+    set), then holds the connection until released."""
+
+    def __init__(self, declared: int, sent: bytes, drip: float | None) -> None:
+        self.release = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        head = b"HTTP/1.1 202 Accepted\r\nContent-Length: %d\r\n\r\n" % declared
+        self._parts = [head, sent] if drip is None else [head, *(bytes([b]) for b in sent)]
+        self._drip = drip
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self._listener.accept()
+        with conn:
+            conn.recv(65536)
+            for part in self._parts:
+                conn.sendall(part)
+                # a bounded wait on the release event doubles as the drip interval
+                if self._drip is not None and self.release.wait(self._drip):
+                    return
+            self.release.wait(10)
+
+    def close(self) -> None:
+        self.release.set()
+        self._thread.join(5)
+        self._listener.close()
+
+
+@pytest.mark.req("MCP-HTTP-01", "MCP-HTTP-12")
+@pytest.mark.parametrize(
+    ("declared", "sent", "drip"),
+    [(5, b"ab", None), (4000, b"x" * 4000, 0.05)],
+    ids=["short-body", "dripping-body"],
+)
+def test_reading_out_an_acknowledgement_never_holds_the_sender(
+    declared: int, sent: bytes, drip: float | None
+) -> None:
+    """The drain that keeps a keep-alive connection is given a fixed budget; a body that
+    does not arrive in time costs the connection, not a stalled notification."""
+    from zeroclaw_ref.mcp import http as mcp_http
+
+    server = _ShortAck(declared, sent, drip)
+    try:
+        response = requests.post(
+            f"http://127.0.0.1:{server.port}/mcp", data=b"{}", stream=True, timeout=(5, 30)
+        )
+        body = RequestsBody(response)
+        done = threading.Event()
+
+        def drain() -> None:
+            mcp_http._drain(body)
+            done.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        # A generous bound for a loaded machine, far below the 30 s read timeout.
+        assert done.wait(mcp_http.DRAIN_BUDGET_S + 2.0), "the drain held the sender"
+        assert not server.release.is_set()  # the server was still holding the body
+        response.close()
+    finally:
+        server.close()

@@ -186,9 +186,11 @@ def test_a_deadline_aborts_a_streamed_body_by_socket_shutdown_only(
     readers: dict[int, str] = {}
     closers: dict[int, str] = {}
     shutdowns: dict[int, str] = {}
+    alive: list[RequestsBody] = []  # keeps every body alive, so no id() is ever reused
     chunks, close, shutdown = RequestsBody.chunks, RequestsBody.close, RequestsBody.shutdown
 
     def spy_chunks(self: RequestsBody) -> Iterator[bytes]:
+        alive.append(self)
         readers.setdefault(id(self), threading.current_thread().name)
         yield from chunks(self)
 
@@ -321,6 +323,8 @@ class _AckBody:
         return None
 
     def shutdown(self) -> None: ...
+
+    def set_read_timeout(self, seconds: float | None) -> None: ...
 
     def close(self) -> None:
         self.closed = True

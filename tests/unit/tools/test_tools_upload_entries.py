@@ -66,4 +66,44 @@ def test_a_directory_under_the_final_name_is_replaced_and_links_in_it_are_not_fo
     assert saved.path == planted
     assert planted.is_file() and planted.read_bytes() == DATA
     assert (outside / "keep.txt").read_text() == "keep me"  # the link was not followed
-    assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == [FINAL]  # no leftovers
+    # The directory is moved aside whole, never deleted: nothing of it is lost.
+    [aside] = [p for p in (tmp_path / "uploads").iterdir() if p.name != FINAL]
+    assert aside.name.startswith(f".{FINAL}.") and aside.name.endswith(".old")
+    assert (aside / "nested" / "file").read_text() == "junk"
+    assert (aside / "link").is_symlink()
+
+
+@pytest.mark.req("MCP-RESULT-33")
+def test_a_directory_of_any_depth_under_the_final_name_is_replaced_at_once(
+    tmp_path: Path,
+) -> None:
+    """Deeper than the interpreter's recursion limit: a recursive delete would fail here."""
+    planted = tmp_path / "uploads" / FINAL
+    planted.mkdir(parents=True)
+    fd = os.open(planted, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1200):  # relative mkdir/openat, so no path grows past PATH_MAX
+            os.mkdir("d", dir_fd=fd)
+            deeper = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    finally:
+        os.close(fd)
+    saved = _materialise_within(tmp_path, 5)
+    assert saved.path.read_bytes() == DATA
+    for aside in (tmp_path / "uploads").glob(f".{FINAL}.*.old"):
+        _remove_chain(aside)  # pytest's own clean-up would recurse too deep
+
+
+def _remove_chain(top: Path) -> None:
+    """Remove top/d/d/…/d one level per step, lifting the grandchild each time."""
+    child = top / "d"
+    while child.exists():
+        grandchild = child / "d"
+        if grandchild.exists():
+            grandchild.rename(top / "lifted")
+            child.rmdir()
+            (top / "lifted").rename(child)
+        else:
+            child.rmdir()
+    top.rmdir()
