@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .jsonlex import JSON, escape_pointer_token, strict_equal
+from .jsonlex import JSON, escape_pointer_token, strict_equal, string_values
 from .match import MatchContext, is_ignored, match, split_pointer
 from .placeholders import PlaceholderError, Template, parse
 
@@ -272,7 +272,7 @@ def any_typed(value: JSON, types: dict[str, str | None]) -> bool:
     none or ``any`` counts; embedded placeholders are strings at least.
     """
     found = False
-    for text in _strings(value):
+    for _pointer, text in string_values(value):
         template = _template(text)
         if template is None:
             continue
@@ -287,13 +287,3 @@ def any_typed(value: JSON, types: dict[str, str | None]) -> bool:
             if whole is not None and effective in (None, "any"):
                 found = True
     return found
-
-
-def _strings(value: JSON) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    return []

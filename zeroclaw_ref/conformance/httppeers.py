@@ -28,23 +28,28 @@ Runner-side verbs: ``do: "kill"`` closes every open connection without a
 response ([TX-FRAME-08]); ``do: "close_input"`` ends the open event streams
 normally (the IUT sees the server close them). Request headers of every queued
 message are kept for ``expect`` frames with ``http.headers`` ([TX-PEER-08]).
+
+A POST whose body the peer refuses (httpwire.read_body: over the size limit or
+broken framing) is answered 413 or 400 and its connection closed; the frame that
+would have taken its message fails as ``peer-exchange-closed`` with the cause.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from .httpwire import (
+    BodyError,
     Handler,
     Listener,
     Mailbox,
     Out,
-    PeerFailure,
     http_options,
     parse_message,
     read_body,
@@ -57,23 +62,27 @@ from .httpwire import (
     start_stream,
     write_chunk,
 )
+from .inbox import Inbox, PeerFailure
 from .jsonlex import JSON, JsonError, loads
 from .transcript import Channel
 
 __all__ = ["HttpPeer", "PeerFailure", "SsePeer"]
 
 
-class _HttpBase:
+class _Refused:
+    """A POST body the peer did not accept (a JSON ``null`` body is a message)."""
+
+
+class _HttpBase(Inbox):
     """What both transports share: the listener, the queues and the runner-side API."""
 
     PATH = "/"
 
     def __init__(self, channel: Channel, timeout_scale: float) -> None:
+        super().__init__()
         self.channel = channel
         self.scale = timeout_scale
-        self.messages: queue.Queue[JSON] = queue.Queue()
         self.eofs: queue.Queue[None] = queue.Queue()
-        self._headers: queue.Queue[dict[str, str]] = queue.Queue()
         self._cond = threading.Condition()
         self._listener = Listener(self, channel.name)
         self.placeholder = "URL_" + channel.name.upper()
@@ -81,10 +90,21 @@ class _HttpBase:
 
     # -- the IUT's side ------------------------------------------------------
 
-    def _queue(self, value: JSON, headers: dict[str, str]) -> None:
-        with self._cond:  # headers first, so they are there when the message is taken
-            self._headers.put(headers)
-            self.messages.put(value)
+    def _body(self, h: Handler) -> JSON | _Refused:
+        """The POST's message, or ``_Refused`` when its body is refused (then answered here)."""
+        try:
+            return parse_message(read_body(h))
+        except BodyError as exc:
+            # [TX-PEER-03] a body is one message, so it is never truncated or guessed at;
+            # the rest of it is unread, so the connection cannot carry another request
+            # and the exchange fails as a whole ([TX-RUN-06] peer-exchange-closed).
+            # Recorded before the answer, so that no IUT (or test) can see the refusal
+            # before the runner can.
+            self._refused(PeerFailure("peer-exchange-closed", f"the peer refused a POST: {exc}"))
+            h.close_connection = True
+            with contextlib.suppress(OSError):
+                respond(h, exc.status, headers=(("Connection", "close"),))
+            return _Refused()
 
     def _path_ok(self, h: Handler) -> bool:
         if urlsplit(h.path).path == self.PATH:
@@ -154,20 +174,6 @@ class _HttpBase:
         if not ok:
             raise PeerFailure(reason, f"the IUT closed {what} before the peer could write to it")
 
-    def next_message(self, timeout: float) -> tuple[JSON, Mapping[str, str] | None]:
-        """The next queued message and its request headers; raises queue.Empty."""
-        value = self.messages.get(timeout=timeout)
-        headers = self._headers.get_nowait()
-        return value, headers
-
-    def drain(self) -> list[JSON]:
-        left: list[JSON] = []
-        while True:
-            try:
-                left.append(self.messages.get_nowait())
-            except queue.Empty:
-                return left
-
     def _boxes(self) -> list[Mailbox]:  # pragma: no cover - overridden
         return []
 
@@ -232,7 +238,8 @@ class HttpPeer(_HttpBase):
         if not self._path_ok(h):
             return
         headers = request_headers(h)
-        value = parse_message(read_body(h))
+        if isinstance(value := self._body(h), _Refused):
+            return
         ids = request_ids(value)
         if not ids:
             self._queue(value, headers)
@@ -382,7 +389,8 @@ class SsePeer(_HttpBase):
 
     def on_post(self, h: Handler) -> None:
         headers = request_headers(h)
-        value = parse_message(read_body(h))
+        if isinstance(value := self._body(h), _Refused):
+            return
         self._queue(value, headers)
         respond(h, 202)
 

@@ -6,8 +6,17 @@ event stream) parks on a ``Mailbox``: the runner's thread posts ``Out`` items to
 it, and the handler writes them and reports back through ``Out.done``. While it
 waits, the handler also watches its socket, so a connection the IUT closes is
 noticed at once ([TX-PEER-04] for the SSE stream, ``peer-exchange-closed`` for
-an abandoned POST). Nothing here polls ([TX-RUN-11]): waits are ``select`` on
-the socket and a wake-up pipe, or queue reads with deadlines.
+an abandoned POST). Nothing here polls ([TX-RUN-11]): waits are a ``selectors``
+wait on the socket and a wake-up pipe (not ``select.select``, which cannot watch
+descriptors numbered 1024 or more, as a large ``--jobs`` run reaches), or queue
+reads with deadlines.
+
+Request bodies are read whole ([TX-PEER-03]) but never without bound: a body
+over ``BODY_LIMIT`` bytes, a chunk over ``CHUNK_LIMIT``, a chunked framing the
+peer cannot follow or a body cut short raise ``BodyError``. The peer then
+refuses the request and the frame that would take the message fails with that
+reason; nothing is truncated, and no byte of a refused chunk is ever parsed as
+framing.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ import contextlib
 import http.server
 import os
 import queue
-import select
+import re
+import selectors
 import socket
 import threading
 from collections.abc import Mapping
@@ -26,15 +36,21 @@ from typing import Any
 from .jsonlex import JSON, JsonError, dumps, loads
 from .match import MatchContext, Mismatch, match
 
+# Read at call time, so tests can lower them. An MCP message the size of the
+# limits is far beyond anything a scenario sends; they only bound the memory an
+# IUT gone wrong can make the runner hold.
+BODY_LIMIT = 64 * 1024 * 1024
 CHUNK_LIMIT = 64 * 1024 * 1024
+_LINE_LIMIT = 1024  # a chunk-size line, with any extensions
+_HEX = re.compile(rb"[0-9A-Fa-f]+")
 
 
-class PeerFailure(Exception):
-    """A frame an HTTP or SSE peer cannot carry out; ``reason`` is a [TX-RUN-06] reason."""
+class BodyError(Exception):
+    """A request body the peer refuses; ``status`` is the HTTP answer it gets."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.status = status
 
 
 @dataclass(slots=True)
@@ -98,28 +114,36 @@ class Mailbox:
 
     def wait(self) -> Out | None:
         """The next item, or None once the IUT has closed the connection."""
-        while True:
-            with contextlib.suppress(queue.Empty):
-                return self._items.get_nowait()
-            watched = [self._wake_r, self.sock.fileno()] if self._watch else [self._wake_r]
-            try:
-                ready, _, _ = select.select(watched, [], [])
-            except (OSError, ValueError):
-                self._left()
-                return None
-            if self._wake_r in ready:
-                with contextlib.suppress(OSError):
-                    os.read(self._wake_r, 4096)
-                continue
-            try:
-                peeked = self.sock.recv(1, socket.MSG_PEEK)
-            except OSError:
-                peeked = b""
-            if not peeked:
-                self._left()
-                return None
-            # bytes while an answer is owed: not ours to read; stop watching
-            self._watch = False
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._wake_r, selectors.EVENT_READ)
+            watching = False
+            while True:
+                with contextlib.suppress(queue.Empty):
+                    return self._items.get_nowait()
+                try:
+                    if self._watch != watching:
+                        if self._watch:
+                            sel.register(self.sock, selectors.EVENT_READ)
+                        else:
+                            sel.unregister(self.sock)
+                        watching = self._watch
+                    ready = {key.fd for key, _ in sel.select()}
+                except (OSError, ValueError, KeyError):  # the socket is already closed
+                    self._left()
+                    return None
+                if self._wake_r in ready:
+                    with contextlib.suppress(OSError):
+                        os.read(self._wake_r, 4096)
+                    continue
+                try:
+                    peeked = self.sock.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    peeked = b""
+                if not peeked:
+                    self._left()
+                    return None
+                # bytes while an answer is owed: not ours to read; stop watching
+                self._watch = False
 
     def close(self) -> None:
         with self._lock:
@@ -160,19 +184,68 @@ def request_headers(h: Handler) -> dict[str, str]:
 
 
 def read_body(h: Handler) -> bytes:
-    """The request body, by Content-Length or chunked transfer coding."""
+    """The request body, by Content-Length or chunked transfer coding.
+
+    Raises:
+        BodyError: the body is over ``BODY_LIMIT``, a chunk is over
+            ``CHUNK_LIMIT``, the framing is broken or the IUT closed the
+            connection inside the body. The connection must then be closed:
+            the rest of the body is unread.
+    """
+    limit = BODY_LIMIT
     if "chunked" in h.headers.get("Transfer-Encoding", "").lower():
-        parts: list[bytes] = []
-        while True:
-            size = int(h.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                while h.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass
-                return b"".join(parts)
-            parts.append(h.rfile.read(min(size, CHUNK_LIMIT)))
-            h.rfile.readline(1024)
-    length = int(h.headers.get("Content-Length") or 0)
-    return h.rfile.read(length) if length > 0 else b""
+        return _read_chunked(h, limit)
+    raw = (h.headers.get("Content-Length") or "0").strip()
+    if not raw.isdigit():
+        raise BodyError(400, f"the Content-Length {raw[:40]!r} is not a byte count")
+    length = int(raw)
+    if length > limit:
+        raise BodyError(413, f"a request body of {length} bytes is over the {limit}-byte limit")
+    return _read_exactly(h, length)
+
+
+def _read_chunked(h: Handler, limit: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = h.rfile.readline(_LINE_LIMIT + 1)
+        if not line.endswith(b"\n"):
+            raise BodyError(400, "a chunk-size line is too long or cut short")
+        digits = line.split(b";")[0].strip()
+        if not _HEX.fullmatch(digits):  # int(..., 16) would also take "0x1f", "-1" and "1_0"
+            raise BodyError(400, f"the chunk size {digits[:40]!r} is not hexadecimal")
+        size = int(digits, 16)
+        if size == 0:
+            _skip_trailers(h)
+            return b"".join(parts)
+        # Fail before reading: a truncated chunk would leave the rest of it to be
+        # parsed as the next size line, and the framing would be lost.
+        if size > CHUNK_LIMIT:
+            raise BodyError(413, f"a chunk of {size} bytes is over the {CHUNK_LIMIT}-byte limit")
+        total += size
+        if total > limit:
+            raise BodyError(413, f"the chunked request body is over the {limit}-byte limit")
+        parts.append(_read_exactly(h, size))
+        if h.rfile.readline(_LINE_LIMIT + 1) not in (b"\r\n", b"\n"):
+            raise BodyError(400, "a chunk is longer than its size line says")
+
+
+def _skip_trailers(h: Handler) -> None:
+    """The trailer section after the last chunk, up to its empty line."""
+    for _ in range(100):
+        line = h.rfile.readline(_LINE_LIMIT + 1)
+        if line in (b"\r\n", b"\n", b""):  # an IUT may close right after the last chunk
+            return
+        if not line.endswith(b"\n"):
+            break
+    raise BodyError(400, "the trailer section after the last chunk is broken")
+
+
+def _read_exactly(h: Handler, size: int) -> bytes:
+    data = h.rfile.read(size) if size > 0 else b""
+    if len(data) != size:
+        raise BodyError(400, f"the IUT closed the connection {len(data)} bytes into {size}")
+    return data
 
 
 def parse_message(body: bytes) -> JSON:

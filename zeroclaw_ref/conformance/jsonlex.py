@@ -12,6 +12,7 @@ member names instead of silently keeping the last one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TypeAlias
@@ -182,3 +183,15 @@ def pretty(value: JSON, indent: int = 0) -> str:
 def escape_pointer_token(token: str) -> str:
     """RFC 6901 escaping of one reference token."""
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def string_values(value: JSON, at: str = "") -> Iterator[tuple[str, str]]:
+    """(pointer, string) for every string value, in document order; member names are skipped."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from string_values(item, f"{at}/{index}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from string_values(item, f"{at}/{escape_pointer_token(key)}")

@@ -21,9 +21,9 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Mapping
 
 from .httppeers import HttpPeer, SsePeer
+from .inbox import Inbox
 from .jsonlex import JSON, JsonError, loads
 from .transcript import Channel
 
@@ -34,14 +34,14 @@ class PeerError(Exception):
     """A peer that cannot be provided (for example an unimplemented transport)."""
 
 
-class StdioPeer:
-    """The runner's end of one stdio peer channel."""
+class StdioPeer(Inbox):
+    """The runner's end of one stdio peer channel (stdio lines carry no headers)."""
 
     def __init__(self, channel: Channel, timeout_scale: float) -> None:
+        super().__init__()
         self.channel = channel
         self.scale = timeout_scale
         self.token = secrets.token_hex(16)
-        self.messages: queue.Queue[JSON] = queue.Queue()
         self.eofs: queue.Queue[None] = queue.Queue()
         self._server = socket.create_server(("127.0.0.1", 0))
         port = self._server.getsockname()[1]
@@ -95,7 +95,7 @@ class StdioPeer:
         except JsonError:
             # [TX-PEER-03] bytes that are not JSON stay matchable
             value = {"$raw": text}
-        self.messages.put(value)
+        self._queue(value)
 
     def _connection(self) -> socket.socket | None:
         deadline = time.monotonic() + CONNECT_WAIT * self.scale
@@ -138,18 +138,6 @@ class StdioPeer:
             if self._current is conn:
                 self._current = None
         return ok
-
-    def next_message(self, timeout: float) -> tuple[JSON, Mapping[str, str] | None]:
-        """The next line the IUT wrote to the peer (no headers on stdio); raises queue.Empty."""
-        return self.messages.get(timeout=timeout), None
-
-    def drain(self) -> list[JSON]:
-        left: list[JSON] = []
-        while True:
-            try:
-                left.append(self.messages.get_nowait())
-            except queue.Empty:
-                return left
 
     def stop(self) -> None:
         with self._lock:

@@ -16,16 +16,20 @@ run once more, as ``run`` would run it, so that what is written passes.
 Only the lines of recorded frames whose value or ``example`` changed are
 serialised again, as compact JSON in their original member order; every other
 line is copied byte for byte. Without ``--write`` the result is a unified diff
-on stdout; with it, the files are rewritten ([TX-RECORD-04]). Progress and
-errors go to stderr. [TX-RECORD-06] is a process rule: no CI step or test
-runs ``record --write`` on the corpus itself.
+on stdout; with it, the files are rewritten ([TX-RECORD-04]) atomically, and
+a scenario that is a symbolic link is refused rather than followed (see
+``write_scenario``). Progress and errors go to stderr. [TX-RECORD-06] is a
+process rule: no CI step or test runs ``record --write`` on the corpus itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
+import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +39,8 @@ from .generalise import Generaliser, Mask, MaskError, any_typed, read_masks
 from .jsonlex import JSON, dumps, loads, strict_equal
 from .match import MatchContext, match, match_unordered, split_pointer
 from .placeholders import PlaceholderError
-from .runner import RunOptions, _Failed, _Run
+from .report import Failed, failure
+from .runner import RunOptions, ScenarioRun
 from .suite import SelectionError, discover
 from .transcript import Frame, Problem, Scenario, TranscriptError, display_path, load
 
@@ -71,7 +76,7 @@ class Outcome:
         return not self.error and self.new_text != self.old_text
 
 
-class _Deterministic(_Run):
+class _Deterministic(ScenarioRun):
     """The runner, with the reference's deterministic ids and clock ([TX-RECORD-01])."""
 
     def _environment(self) -> dict[str, str]:
@@ -102,9 +107,9 @@ class _Recorder(_Deterministic):
         except PlaceholderError as exc:
             raise self._unplaceable(frame, exc) from None
 
-    def _unplaceable(self, frame: Frame, exc: PlaceholderError) -> _Failed:
+    def _unplaceable(self, frame: Frame, exc: PlaceholderError) -> Failed:
         # [TX-RECORD-05] a send that needs a name no recorded frame has bound
-        return self._failed("unbound-name", frame, f"cannot send: {exc}")
+        return failure("unbound-name", frame, f"cannot send: {exc}")
 
     def _take(self, frame: Frame, deadline: float) -> JSON:
         if frame.ch == "acp":
@@ -123,7 +128,7 @@ class _Recorder(_Deterministic):
         self._note(frame, gen)
         miss = match(new, actual, self._ctx())
         if miss is not None:
-            raise self._failed(
+            raise failure(
                 "mismatch",
                 frame,
                 f"the drafted value does not match its message ({miss.reason} at"
@@ -151,7 +156,7 @@ class _Recorder(_Deterministic):
         self._note(frame, gen)
         result = match_unordered(new, actual, self._ctx())
         if not result.complete:
-            raise self._failed(
+            raise failure(
                 "mismatch",
                 frame,
                 "the drafted values match no assignment of the messages",
@@ -224,8 +229,15 @@ def record_scenario(path: Path, fixtures: Path, options: RunOptions) -> Outcome:
     """Run one scenario and draft its file anew; the file itself is not touched."""
     display = display_path(path, fixtures)
     out = Outcome(display, display)
+    # The file is read once: the frames' line numbers and the text rewritten come
+    # from the same bytes, so an edit made during the run cannot shift the lines.
     try:
-        sc = load(path, fixtures)
+        data = path.read_bytes()
+    except OSError as exc:
+        out.error = f"{display}:1: TX-FORMAT-02: cannot read file: {exc.strerror}"
+        return out
+    try:
+        sc = load(path, fixtures, data)
     except TranscriptError as exc:
         out.error = str(exc)
         return out
@@ -249,7 +261,7 @@ def record_scenario(path: Path, fixtures: Path, options: RunOptions) -> Outcome:
     if result.status != "pass":
         out.error = result.report or f"{display}: {result.status}"
         return out
-    old_text = path.read_text(encoding="utf-8")
+    old_text = data.decode("utf-8")  # load accepted it, so it is UTF-8 (TX-FORMAT-02)
     new_text = redraw(old_text, sc, recorder.recorded)
     out.error = _check_draft(sc, new_text, options)
     if not out.error:
@@ -311,6 +323,56 @@ def unified_diff(outcome: Outcome) -> str:
     )
 
 
+class RecordWriteError(Exception):
+    """A drafted file that ``--write`` refuses to put in place."""
+
+
+def write_scenario(path: Path, old_text: str, new_text: str) -> None:
+    """[TX-RECORD-04] replace the scenario file by its draft, atomically.
+
+    The draft goes to a temporary file in the same directory, which then
+    replaces the scenario with ``os.replace``: an interrupted or failed write
+    (Ctrl-C, a full disk) leaves the old golden whole and removes the
+    temporary. A symbolic link is refused, not followed and not replaced: the
+    scenario was read through it, so its target (possibly shared, or outside
+    the selection) would otherwise change, or the link would silently turn
+    into a copy. Rewrite the target itself. A file that changed since it was
+    read (edited during the run) is refused too, so that edit is not lost.
+    ``os.replace`` renames over the final path component without following it,
+    so even a link made after these checks is replaced, never written through.
+
+    Raises:
+        RecordWriteError: the file is a symbolic link, is not a regular file,
+            or no longer holds ``old_text``.
+        OSError: the temporary could not be written or moved into place.
+    """
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise RecordWriteError("it is a symbolic link; record the file it points to instead")
+    if not stat.S_ISREG(info.st_mode):
+        raise RecordWriteError("it is not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise RecordWriteError(f"cannot read it again: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        current = handle.read()
+    if current != old_text.encode("utf-8"):
+        raise RecordWriteError("it changed while it was being recorded; record it again")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+            handle.write(new_text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def run_record(
     fixtures: Path, paths: Sequence[Path], options: RunOptions, write: bool = False
 ) -> int:
@@ -338,7 +400,15 @@ def run_record(
             continue
         changed += 1
         if write:
-            path.write_bytes(outcome.new_text.encode("utf-8"))
+            try:
+                write_scenario(path, outcome.old_text, outcome.new_text)
+            except (RecordWriteError, OSError) as exc:
+                errors += 1
+                changed -= 1
+                sys.stderr.write(
+                    f"ERROR {outcome.sid}\n    {outcome.display}: not written: {exc}\n"
+                )
+                continue
             sys.stderr.write(f"WROTE {outcome.sid}\n")
         else:
             sys.stdout.write(unified_diff(outcome))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .jsonlex import JSON, dumps, pretty
 from .match import Mismatch
 from .placeholders import PlaceholderError, parse
+from .transcript import Frame
 
 STDERR_TAIL = 40
 HISTORY = 5
@@ -32,6 +33,27 @@ class FailureInfo:
     actual: JSON = None
     has_messages: bool = False
     extra: list[str] = field(default_factory=list)
+
+
+class Failed(Exception):
+    """A failing frame; ``run``, ``record`` and ``serve`` raise it and report ``info``."""
+
+    def __init__(self, info: FailureInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
+
+
+def failure(reason: str, frame: Frame | None, message: str, **evidence: object) -> Failed:
+    """A ``Failed`` for ``frame`` (None for the implicit ending) with a [TX-RUN-06] reason.
+
+    ``evidence`` sets further ``FailureInfo`` fields (mismatch, expected, ...).
+    """
+    info = FailureInfo(reason, message)
+    if frame is not None:
+        info.line, info.verb, info.ch = frame.line, frame.verb, frame.ch
+    for key, value in evidence.items():
+        setattr(info, key, value)
+    return Failed(info)
 
 
 def annotate(expected: JSON, bindings: Mapping[str, JSON]) -> JSON:

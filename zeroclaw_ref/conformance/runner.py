@@ -4,7 +4,7 @@ Plan: ``run_scenario`` loads and checks the file, builds fresh directories and
 the IUT environment ([TX-HOST-02], [TX-HOST-03]), starts the peers and the IUT,
 executes the frames in order, performs the implicit ending and the quiescence
 check ([TX-FLOW-07], [TX-FLOW-08]), and always cleans up. A failing frame raises
-``_Failed``; a misused placeholder at run time raises ``PlaceholderError``,
+``report.Failed``; a misused placeholder at run time raises ``PlaceholderError``,
 which becomes status ``error``.
 """
 
@@ -25,12 +25,13 @@ from pathlib import Path
 
 from .agent import AgentProcess, Message, Pollution, StdoutClosed
 from .checks import check_frames
-from .httpwire import PeerFailure, match_headers
+from .httpwire import match_headers
+from .inbox import PeerFailure
 from .jsonlex import JSON, Real, dumps
 from .match import MatchContext, match, match_unordered, split_pointer
 from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
-from .report import HISTORY, STDERR_TAIL, FailureInfo, render_failure
+from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
 from .transcript import Frame, Scenario, TranscriptError, load, support_path
 
 RELAY_SCRIPT = Path(__file__).resolve().with_name("relay.py")
@@ -66,12 +67,6 @@ class ScenarioResult:
     tags: tuple[str, ...] = ()
 
 
-class _Failed(Exception):
-    def __init__(self, info: FailureInfo) -> None:
-        super().__init__(info.message)
-        self.info = info
-
-
 def run_scenario(path: Path, fixtures: Path, options: RunOptions) -> ScenarioResult:
     """Run one scenario file and return its verdict (never raises for scenario problems)."""
     try:
@@ -82,7 +77,7 @@ def run_scenario(path: Path, fixtures: Path, options: RunOptions) -> ScenarioRes
     if problems:
         report = "\n".join(str(p) for p in problems)
         return ScenarioResult(sc.id, sc.level, "error", report=report, tags=sc.tags)
-    return _Run(sc, options).execute()
+    return ScenarioRun(sc, options).execute()
 
 
 def _guess_id(path: Path, fixtures: Path) -> str:
@@ -92,7 +87,15 @@ def _guess_id(path: Path, fixtures: Path) -> str:
         return path.as_posix()
 
 
-class _Run:
+class ScenarioRun:
+    """One run of one checked scenario: its directories, peers, IUT and bindings.
+
+    This is an extension point: record.py subclasses it to run the agent in
+    deterministic mode and to draft expected frames instead of judging them, so
+    the frame handlers (``_send``, ``_expect``, ``_environment``...) and the
+    helpers they use are meant to be overridden or called from a subclass.
+    """
+
     def __init__(self, sc: Scenario, options: RunOptions) -> None:
         self.sc = sc
         self.options = options
@@ -127,7 +130,7 @@ class _Run:
             self._ending()
             self._quiescence()
             return self._result("pass")
-        except _Failed as failed:
+        except Failed as failed:
             return self._fail(failed.info)
         except (PlaceholderError, PeerError, OSError) as exc:
             return self._result("error", report=f"{self.sc.display}: {exc}")
@@ -228,35 +231,27 @@ class _Run:
         assert self.agent is not None
         return self.agent
 
-    def _failed(self, reason: str, frame: Frame | None, message: str, **kw: object) -> _Failed:
-        info = FailureInfo(reason, message)
-        if frame is not None:
-            info.line, info.verb, info.ch = frame.line, frame.verb, frame.ch
-        for key, value in kw.items():
-            setattr(info, key, value)
-        return _Failed(info)
-
     def _check_pollution(self, frame: Frame | None) -> None:
         polluted = self._iut().polluted
         if polluted is not None:
             raise self._pollution(frame, polluted)
 
-    def _pollution(self, frame: Frame | None, event: Pollution) -> _Failed:
+    def _pollution(self, frame: Frame | None, event: Pollution) -> Failed:
         # [TX-FLOW-05] quote the offending bytes
-        return self._failed("stdout-pollution", frame, f"{event.why}: {event.raw[:300]!r}")
+        return failure("stdout-pollution", frame, f"{event.why}: {event.raw[:300]!r}")
 
     def _next_acp(self, frame: Frame, deadline: float) -> Message:
         iut = self._iut()
         try:
             event = iut.events.get(timeout=max(deadline - time.monotonic(), 0.0))
         except queue.Empty:
-            raise self._failed("timeout", frame, "no message before the deadline") from None
+            raise failure("timeout", frame, "no message before the deadline") from None
         if isinstance(event, Pollution):
             raise self._pollution(frame, event)
         if isinstance(event, StdoutClosed):
             iut.events.put(event)
             status = iut.wait(self.sc.timeout_exit * self.options.timeout_scale)
-            raise self._failed("unexpected-exit", frame, f"the IUT closed stdout ({_how(status)})")
+            raise failure("unexpected-exit", frame, f"the IUT closed stdout ({_how(status)})")
         self.history["acp"].append("<-- " + event.text)
         return event
 
@@ -265,7 +260,9 @@ class _Run:
         try:
             value, self.peer_headers = peer.next_message(max(deadline - time.monotonic(), 0.0))
         except queue.Empty:
-            raise self._failed("timeout", frame, "no message before the deadline") from None
+            raise failure("timeout", frame, "no message before the deadline") from None
+        except PeerFailure as exc:  # [TX-RUN-06] the peer refused what the IUT sent instead
+            raise failure(exc.reason, frame, str(exc)) from None
         self.history[frame.ch].append("--> " + dumps(value))
         return value
 
@@ -314,14 +311,12 @@ class _Run:
             try:  # [TX-PEER-07] [TX-PEER-09]
                 peer.deliver(frame.verb, data, http, deadline)
             except PeerFailure as exc:
-                raise self._failed(exc.reason, frame, str(exc)) from None
+                raise failure(exc.reason, frame, str(exc)) from None
             return
         self.history["acp"].append("--> " + shown)
         if not self._iut().write(data):
             status = self._iut().wait(self.sc.timeout_exit * self.options.timeout_scale)
-            raise self._failed(
-                "unexpected-exit", frame, f"the IUT stopped reading ({_how(status)})"
-            )
+            raise failure("unexpected-exit", frame, f"the IUT stopped reading ({_how(status)})")
 
     def _expect(self, frame: Frame) -> None:
         deadline = self._deadline(frame, self.sc.timeout_expect)
@@ -333,7 +328,7 @@ class _Run:
         if miss is None and frame.ch != "acp":  # [TX-PEER-08] request headers, when listed
             miss = match_headers(frame.mods.get("http"), self.peer_headers, self._ctx())
         if miss is not None:
-            raise self._failed(
+            raise failure(
                 "mismatch",
                 frame,
                 f"{miss.reason} at {miss.pointer or '(root)'}",
@@ -358,7 +353,7 @@ class _Run:
         pairs = ", ".join(
             f"value {i + 1} -> message {j + 1}" for i, j in enumerate(result.assignment)
         )
-        raise self._failed(
+        raise failure(
             "mismatch",
             frame,
             f"no assignment matches; best: {pairs or 'none'}",
@@ -402,9 +397,9 @@ class _Run:
             iut.close_input()
             status = iut.wait(self.sc.timeout_exit * self.options.timeout_scale)
             if status is None:
-                raise self._failed("no-exit-on-eof", frame, "the IUT did not exit before restart")
+                raise failure("no-exit-on-eof", frame, "the IUT did not exit before restart")
             if status != 0:
-                raise self._failed("exit-status", frame, f"before restart: {_how(status)}")
+                raise failure("exit-status", frame, f"before restart: {_how(status)}")
         self._drain_quiet(frame)
         iut.finish()
         model = support_path(frame.mods.get("model"), self.sc.fixtures)
@@ -418,14 +413,14 @@ class _Run:
             try:
                 self.peers[frame.ch].eofs.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
-                raise self._failed("timeout", frame, "the IUT did not end its session") from None
+                raise failure("timeout", frame, "the IUT did not end its session") from None
             return
         status = self._iut().wait(deadline - time.monotonic())
         if status is None:
-            raise self._failed("timeout", frame, "the IUT did not exit before the deadline")
+            raise failure("timeout", frame, "the IUT did not exit before the deadline")
         self.exit_seen = True
         if status != frame.value:
-            raise self._failed("exit-status", frame, f"expected exit {frame.value}, {_how(status)}")
+            raise failure("exit-status", frame, f"expected exit {frame.value}, {_how(status)}")
 
     # -- ending and quiescence ---------------------------------------------
 
@@ -438,13 +433,13 @@ class _Run:
             status = iut.wait(self.sc.timeout_exit * scale)
             if status is None:
                 iut.kill()
-                raise self._failed("no-exit-on-eof", None, "the IUT did not exit after stdin EOF")
+                raise failure("no-exit-on-eof", None, "the IUT did not exit after stdin EOF")
         else:
             status = iut.returncode
             if self.exit_seen:
                 return
         if status != 0:
-            raise self._failed("exit-status", None, f"expected exit 0, {_how(status)}")
+            raise failure("exit-status", None, f"expected exit 0, {_how(status)}")
 
     def _quiescence(self) -> None:
         """[TX-FLOW-08] after exit and stdout EOF, every queue must be empty."""
@@ -468,7 +463,7 @@ class _Run:
         for name, peer in self.peers.items():
             left += [f"{name}: {dumps(v)}" for v in peer.drain()]
         if left:
-            raise self._failed(
+            raise failure(
                 "unexpected-message",
                 frame,
                 f"{len(left)} message(s) left over",

@@ -25,6 +25,7 @@ in order with the roles inverted ([TX-SERVE-03]). The rules that need no stream
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -42,7 +43,7 @@ from .checks import check_frames
 from .jsonlex import JSON, dumps, pretty, strict_equal
 from .match import MatchContext, split_pointer
 from .placeholders import PlaceholderError, substitute
-from .report import HISTORY, FailureInfo, render_failure, scrub, status_line
+from .report import HISTORY, Failed, FailureInfo, failure, render_failure, scrub, status_line
 from .serve_values import (
     MISSING,
     HostNames,
@@ -70,14 +71,8 @@ class _Eof:
     """The client closed serve's stdin."""
 
 
-class _Terminated(Exception):
-    """SIGTERM arrived while serve was waiting for the client."""
-
-
-class _Failed(Exception):
-    def __init__(self, info: FailureInfo) -> None:
-        super().__init__(info.message)
-        self.info = info
+class _Terminated(_Eof):
+    """SIGTERM arrived: serve takes it as the end of the client's output [TX-SERVE-01]."""
 
 
 ClientEvent = Message | Pollution | _Eof
@@ -88,16 +83,28 @@ class ClientInput:
 
     The thread reads the raw descriptor: a daemon thread blocked inside a buffered
     reader would make interpreter shutdown abort while the client keeps stdin open.
+
+    A client that kills serve instead of closing stdin must still get a verdict
+    [TX-SERVE-01], so SIGTERM becomes a ``_Terminated`` event on the same queue,
+    read like end of input. The handler itself only writes one byte to a pipe:
+    raising from it could escape from wherever the main thread was interrupted
+    (an ``except`` or ``finally`` block included), and putting on the queue
+    could deadlock on the queue's lock if the interrupted code holds it. A
+    second thread turns that byte into the event.
     """
 
     def __init__(self, fd: int) -> None:
         self.events: queue.Queue[ClientEvent] = queue.Queue()
         self.closed = False
-        self.terminated = False
-        self.waiting = False
-        thread = threading.Thread(target=self._read, args=(fd,), name="serve-stdin")
-        thread.daemon = True
-        thread.start()
+        self._end: _Eof | None = None
+        self._term_r, self._term_w = os.pipe()
+        for target, args, name in (
+            (self._read, (fd,), "serve-stdin"),
+            (self._watch_sigterm, (), "serve-sigterm"),
+        ):
+            thread = threading.Thread(target=target, args=args, name=name)
+            thread.daemon = True
+            thread.start()
 
     def _read(self, fd: int) -> None:
         partial: list[bytes] = []  # the pieces of a line not yet ended, joined once
@@ -120,27 +127,41 @@ class ClientInput:
             self.events.put(classify(b"".join(partial)))
         self.events.put(_Eof())
 
+    def _watch_sigterm(self) -> None:
+        try:
+            signalled = os.read(self._term_r, 1)
+        except OSError:
+            signalled = b""
+        finally:
+            os.close(self._term_r)
+        if signalled:  # b"" means close() ended the watch
+            self.events.put(_Terminated())
+
     def next(self, timeout: float) -> ClientEvent | None:
-        """The next event, or None when ``timeout`` seconds pass without one."""
-        if self.closed or self.terminated:
-            return _Eof()
-        self.waiting = True
+        """The next event, or None when ``timeout`` seconds pass without one.
+
+        After end of input (or SIGTERM) every call returns that same end at once.
+        """
+        if self._end is not None:
+            return self._end
         try:
             event = self.events.get(timeout=max(timeout, 0.0))
         except queue.Empty:
             return None
-        except _Terminated:
-            event = _Eof()
-        finally:
-            self.waiting = False
-        self.closed = isinstance(event, _Eof)
+        if isinstance(event, _Eof):
+            self._end, self.closed = event, True
         return event
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        """A client that kills serve instead of closing stdin still gets a verdict."""
-        self.terminated = True
-        if self.waiting:
-            raise _Terminated()
+        """The SIGTERM handler: never raises, takes no lock (see the class docstring)."""
+        with contextlib.suppress(OSError):  # EBADF once close() has run
+            os.write(self._term_w, b"T")
+
+    def close(self) -> None:
+        """Stop watching for SIGTERM; a later signal is ignored by this input."""
+        fd, self._term_w = self._term_w, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 class ServeSession:
@@ -181,7 +202,7 @@ class ServeSession:
                     self._play(frame)
                 self.frame = None
                 self._ending()
-            except _Failed as failed:
+            except Failed as failed:
                 # [TX-SERVE-07] report at once, stop writing, wait for the client to go
                 self.emit(self._failure_report(failed.info))
                 self._drain()
@@ -194,6 +215,7 @@ class ServeSession:
             self.emit(self._pass_report())
             return 0
         finally:
+            self.input.close()
             self.host.cleanup()
 
     # -- frames ---------------------------------------------------------------
@@ -228,7 +250,7 @@ class ServeSession:
             self.stdout.write((text + "\n").encode("utf-8", "surrogatepass"))
             self.stdout.flush()
         except (OSError, ValueError):
-            raise self._failed("unexpected-exit", frame, "the client stopped reading") from None
+            raise failure("unexpected-exit", frame, "the client stopped reading") from None
         self.history["acp"].append("<-- " + text)
         self.written += 1
 
@@ -236,12 +258,14 @@ class ServeSession:
         idle = self.options.idle_timeout
         event = self.input.next(idle)
         if event is None:
-            raise self._failed("timeout", frame, f"no client message within {idle:g} s")
+            raise failure("timeout", frame, f"no client message within {idle:g} s")
+        if isinstance(event, _Terminated):
+            raise failure("unexpected-exit", frame, "serve was terminated (SIGTERM) first")
         if isinstance(event, _Eof):
-            raise self._failed("unexpected-exit", frame, "the client closed its output first")
+            raise failure("unexpected-exit", frame, "the client closed its output first")
         if isinstance(event, Pollution):
             # [TX-SERVE-01] the client's output must follow the framing rules too
-            raise self._failed("stdout-pollution", frame, f"{event.why}: {event.raw[:300]!r}")
+            raise failure("stdout-pollution", frame, f"{event.why}: {event.raw[:300]!r}")
         self.history["acp"].append("--> " + event.text)
         return event.value
 
@@ -251,7 +275,7 @@ class ServeSession:
             bind_workspace(frame, actual, self.host, ctx)
         miss, checked = check_client(frame, actual, ctx)
         if miss is not None:
-            raise self._failed(
+            raise failure(
                 "mismatch",
                 frame,
                 f"{miss.reason} at {miss.pointer or '(root)'} (checked: {checked})",
@@ -277,19 +301,19 @@ class ServeSession:
             if event is None:
                 if self.close_frame is not None:
                     message = f"the client did not close its output within {idle:g} s"
-                    raise self._failed("timeout", self.close_frame, message)
+                    raise failure("timeout", self.close_frame, message)
                 self.notes.append(f"the client kept its output open {idle:g} s after the end")
                 return
             if isinstance(event, _Eof):
                 return
             if isinstance(event, Pollution):
-                raise self._failed("stdout-pollution", None, f"{event.why}: {event.raw[:300]!r}")
+                raise failure("stdout-pollution", None, f"{event.why}: {event.raw[:300]!r}")
             self.history["acp"].append("--> " + event.text)
             self._tail(event.value)
 
     def _tail(self, value: JSON) -> None:
         if not self.options.allow_tail:
-            raise self._failed(
+            raise failure(
                 "unexpected-message",
                 None,
                 "the client sent a message after the last frame (see --allow-tail)",
@@ -307,14 +331,6 @@ class ServeSession:
                 return
 
     # -- reports ------------------------------------------------------------------
-
-    def _failed(self, reason: str, frame: Frame | None, message: str, **kw: object) -> _Failed:
-        info = FailureInfo(reason, message)
-        if frame is not None:
-            info.line, info.verb, info.ch = frame.line, frame.verb, frame.ch
-        for key, value in kw.items():
-            setattr(info, key, value)
-        return _Failed(info)
 
     def _failure_report(self, info: FailureInfo) -> str:
         text = render_failure(
@@ -384,6 +400,11 @@ def serve_command(scenario: str, fixtures: Path, options: ServeOptions) -> int:
         emit(f"{status_line('error', sc.id, sc.level)}\n" + "\n".join(map(str, problems)))
         return 2
     session = ServeSession(sc, options, sys.stdin.fileno(), sys.stdout.buffer, emit)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, session.input.on_sigterm)
-    return session.run()
+    if threading.current_thread() is not threading.main_thread():
+        return session.run()  # only the main thread may install a signal handler
+    previous = signal.signal(signal.SIGTERM, session.input.on_sigterm)
+    try:
+        return session.run()
+    finally:
+        # None: the handler was not installed from Python; the default is the best guess
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from .jsonlex import JSON, dumps, escape_pointer_token
-from .match import ABSENT, MatchContext, Mismatch, match
+from .jsonlex import JSON, dumps, string_values
+from .match import ABSENT, MatchContext, Mismatch, match, split_pointer
 from .placeholders import HOST_NAMES, Placeholder, PlaceholderError, parse, type_matches
 from .transcript import Frame, Problem, Scenario
 
@@ -38,18 +38,6 @@ MISSING = _Missing()
 
 
 # -- servability -----------------------------------------------------------------
-
-
-def _strings(value: JSON, at: str = "") -> Iterator[tuple[str, str]]:
-    """(pointer, string) for every string value, in document order."""
-    if isinstance(value, str):
-        yield at, value
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{at}/{index}")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, f"{at}/{escape_pointer_token(key)}")
 
 
 def servable_problems(sc: Scenario) -> list[Problem]:
@@ -93,7 +81,7 @@ def servable_problems(sc: Scenario) -> list[Problem]:
 def _invented_any(value: JSON, first_types: dict[str, str | None]) -> list[str]:
     """Any-typed placeholders serve would invent in ``value``; records first types."""
     found: list[str] = []
-    for pointer, text in _strings(value):
+    for pointer, text in string_values(value):
         try:
             template = parse(text)
         except PlaceholderError:
@@ -306,7 +294,7 @@ def bind_workspace(frame: Frame, actual: JSON, host: HostNames, ctx: MatchContex
     The value at the pointer of the frame's first ``${WORKSPACE}`` is used when it
     is an absolute path; otherwise serve creates a fresh directory.
     """
-    for pointer, text in _strings(frame.value):
+    for pointer, text in string_values(frame.value):
         template = parse(text)
         if not any(p.is_host and p.name == "WORKSPACE" for p in template.placeholders):
             continue
@@ -329,8 +317,7 @@ def bind_workspace(frame: Frame, actual: JSON, host: HostNames, ctx: MatchContex
 
 
 def _at(value: JSON, pointer: str) -> JSON | _Missing:
-    for token in pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
+    for token in split_pointer(pointer):
         if isinstance(value, dict) and token in value:
             value = value[token]
         elif isinstance(value, list) and token.isdigit() and int(token) < len(value):

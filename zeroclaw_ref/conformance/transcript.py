@@ -149,12 +149,13 @@ def _number(value: JSON) -> float | None:
     return None
 
 
-def _read_lines(path: Path, out: _Collector) -> list[dict[str, JSON]] | None:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        out.add(1, "TX-FORMAT-02", f"cannot read file: {exc.strerror}")
-        return None
+def _read_lines(path: Path, data: bytes | None, out: _Collector) -> list[dict[str, JSON]] | None:
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            out.add(1, "TX-FORMAT-02", f"cannot read file: {exc.strerror}")
+            return None
     if data.startswith(b"\xef\xbb\xbf"):
         out.add(1, "TX-FORMAT-02", "file starts with a byte-order mark")
         return None
@@ -191,15 +192,18 @@ def _read_lines(path: Path, out: _Collector) -> list[dict[str, JSON]] | None:
     return objects
 
 
-def load(path: Path, fixtures: Path) -> Scenario:
+def load(path: Path, fixtures: Path, data: bytes | None = None) -> Scenario:
     """Read and check one scenario file.
+
+    ``data``, when given, is the file's content already read by the caller (record
+    rewrites the very text it parsed); ``path`` still names the scenario.
 
     Raises:
         TranscriptError: any file, header or frame problem; the scenario must not run.
     """
     display = display_path(path, fixtures)
     out = _Collector(display)
-    lines = _read_lines(path, out)
+    lines = _read_lines(path, data, out)
     if lines is None:
         raise TranscriptError(out.problems)
     _check_path(path, fixtures, out)

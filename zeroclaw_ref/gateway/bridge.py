@@ -35,6 +35,7 @@ from wsproto.events import (
 
 from zeroclaw_ref.config.model import ConfigError
 from zeroclaw_ref.config.write import read_document
+from zeroclaw_ref.wire.jsonrpc import Invalid, classify, error_line
 
 from .ws import SUBPROTOCOL, Assembler, FrameChannel
 
@@ -221,7 +222,8 @@ class _Stdin:
         self.stopping = threading.Event()
         self._in_read = False
 
-    def lines(self) -> Iterator[str]:
+    def lines(self) -> Iterator[bytes]:
+        """Each input line without its terminator, as bytes (decoding is the caller's)."""
         pending = b""
         while not self.stopping.is_set():
             self._in_read = True
@@ -233,9 +235,9 @@ class _Stdin:
                 break
             *complete, pending = (pending + chunk).split(b"\n")
             for line in complete:
-                yield line.removesuffix(b"\r").decode("utf-8", "replace")
+                yield line.removesuffix(b"\r")
         if pending and not self.stopping.is_set():
-            yield pending.removesuffix(b"\r").decode("utf-8", "replace")
+            yield pending.removesuffix(b"\r")
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stopping.set()
@@ -244,7 +246,10 @@ class _Stdin:
 
 
 def _pump_socket(
-    sock: socket.socket, channel: FrameChannel, out: BinaryIO, closed: Callable[[], None]
+    sock: socket.socket,
+    channel: FrameChannel,
+    write_line: Callable[[bytes], None],
+    closed: Callable[[], None],
 ) -> None:
     """[ACP-BR-09] every received message to stdout plus `\\n`, flushed; ends at the close."""
     assembler = Assembler(_NO_LIMIT)
@@ -258,8 +263,7 @@ def _pump_socket(
                 if isinstance(event, TextMessage | BytesMessage):
                     message = assembler.add(event)
                     if message is not None:
-                        out.write(message[0] + b"\n")
-                        out.flush()
+                        write_line(message[0])
                 elif isinstance(event, Ping):
                     channel.send_pong(bytes(event.payload))
                 elif isinstance(event, CloseConnection):
@@ -270,6 +274,19 @@ def _pump_socket(
                 return
     finally:
         closed()
+
+
+def _answer_locally(raw: bytes, write_line: Callable[[bytes], None]) -> None:
+    """[ACP-TR-09] [ACP-TR-12] a line that is not UTF-8 gets the stdio server's own answer.
+
+    Design: such a line cannot travel as a text frame (RFC 6455 §5.6), and forwarding a
+    repaired copy would have the server act on text the client never sent. So the bridge
+    answers it the way `acp` over stdio does: a parse error with a null id, from the same
+    classifier, so the texts cannot drift apart.
+    """
+    verdict = classify(raw)
+    if isinstance(verdict, Invalid) and verdict.reply is not None:
+        write_line(error_line(verdict.id, verdict.reply).encode("utf-8"))
 
 
 def run_bridge(opts: BridgeOptions, out: BinaryIO, err: TextIO) -> int:
@@ -294,12 +311,28 @@ def run_bridge(opts: BridgeOptions, out: BinaryIO, err: TextIO) -> int:
             signal.pthread_kill(main_ident, _WAKE)  # wake the blocked stdin read
 
     previous = signal.signal(_WAKE, stdin.on_signal)
+    out_lock = threading.Lock()
+
+    def write_line(data: bytes) -> None:
+        # Two writers (the socket pump, and the main thread's local answers): each line whole.
+        with out_lock:
+            out.write(data + b"\n")
+            out.flush()
+
     reader = threading.Thread(
-        target=_pump_socket, args=(sock, channel, out, closed), name="bridge-socket", daemon=True
+        target=_pump_socket,
+        args=(sock, channel, write_line, closed),
+        name="bridge-socket",
+        daemon=True,
     )
     reader.start()
     try:
-        for line in stdin.lines():
+        for raw in stdin.lines():
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                _answer_locally(raw, write_line)
+                continue
             channel.send_text(line)
     except InterruptedError:
         pass

@@ -7,9 +7,11 @@ tests run whole scenarios against a tiny fake agent that speaks MCP over HTTP.
 
 from __future__ import annotations
 
+import fcntl
 import http.client
 import json
 import queue
+import socket
 import sys
 import threading
 import time
@@ -18,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from zeroclaw_ref.conformance import httpwire
 from zeroclaw_ref.conformance.httppeers import HttpPeer, PeerFailure, SsePeer
+from zeroclaw_ref.conformance.httpwire import Mailbox, Out
 from zeroclaw_ref.conformance.runner import RunOptions, ScenarioResult, run_scenario
 from zeroclaw_ref.conformance.transcript import Channel
 
@@ -289,3 +293,128 @@ def test_the_runner_catches_a_wrong_request_header_on_an_http_channel(tmp_path: 
     wrong = run_fake(tmp_path, path, fixtures, "tools/list", "s-9")
     assert (wrong.status, wrong.reason) == ("fail", "mismatch"), wrong.report
     assert wrong.pointer == "(request headers)/mcp-session-id"
+
+
+# -- request bodies the peer refuses, and the message queue ------------------------
+
+
+def raw_post(url: str, head: bytes, body: bytes) -> bytes:
+    """Send one hand-framed POST; the status line of the answer (b"" if the peer reset)."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n" + body)
+        try:
+            return sock.makefile("rb").readline()
+        except ConnectionResetError:  # the peer closed with the refused bytes unread
+            return b""
+
+
+def refusal(peer: HttpPeer) -> PeerFailure:
+    with pytest.raises(PeerFailure) as caught:
+        peer.next_message(5)
+    assert caught.value.reason == "peer-exchange-closed"
+    return caught.value
+
+
+@pytest.mark.req("TX-PEER-03", "TX-PEER-07", "TX-RUN-06")
+def test_a_chunk_over_the_limit_fails_the_exchange_instead_of_being_cut(
+    http_peer: HttpPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(httpwire, "CHUNK_LIMIT", 16)
+    # the tail of the oversized chunk looks like framing: cut at 16 bytes, it would be
+    # parsed as a size line and a message of its own
+    data = b'{"pad":"xxx"}\r\n' + b"7\r\n" + b'{"a":1}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
+    status = raw_post(http_peer.value, b"Transfer-Encoding: chunked\r\n", chunked)
+    assert status in (b"", b"HTTP/1.1 413 Request Entity Too Large\r\n"), status
+    failure = refusal(http_peer)
+    assert f"a chunk of {len(data)} bytes is over the 16-byte limit" in str(failure)
+    assert http_peer.drain() == [], "nothing of the refused body is queued"
+
+
+@pytest.mark.req("TX-PEER-03", "TX-PEER-07", "TX-RUN-06")
+def test_a_body_over_the_limit_fails_the_exchange(
+    http_peer: HttpPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(httpwire, "BODY_LIMIT", 64)
+    body = compact({**REQUEST, "params": {"pad": "x" * 100}})
+    conn = connect(http_peer.value)
+    conn.request("POST", "/mcp", body, {"Content-Type": "application/json"})
+    assert conn.getresponse().status == 413
+    conn.close()
+    assert f"a request body of {len(body)} bytes is over the 64-byte limit" in str(
+        refusal(http_peer)
+    )
+
+
+@pytest.mark.req("TX-PEER-03", "TX-FLOW-08")
+def test_chunks_that_add_up_to_over_the_limit_are_refused_and_left_over(
+    sse_peer: SsePeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(httpwire, "BODY_LIMIT", 20)
+    chunked = b"".join(b"a\r\n" + b"0123456789" + b"\r\n" for _ in range(3)) + b"0\r\n\r\n"
+    status = raw_post(sse_peer.value, b"Transfer-Encoding: chunked\r\n", chunked)
+    assert status in (b"", b"HTTP/1.1 413 Request Entity Too Large\r\n"), status
+    (left,) = sse_peer.drain()  # a refusal nobody expected still shows at quiescence
+    assert left == {
+        "$peer-failure": "peer-exchange-closed: the peer refused a POST:"
+        " the chunked request body is over the 20-byte limit"
+    }
+
+
+@pytest.mark.req("TX-PEER-03", "TX-RUN-06")
+@pytest.mark.parametrize(
+    "chunked",
+    [b"0x5\r\nhello\r\n0\r\n\r\n", b"-1\r\n\r\n", b"5\r\nhello, world\r\n0\r\n\r\n"],
+    ids=["prefixed-size", "negative-size", "chunk-longer-than-its-size"],
+)
+def test_broken_chunked_framing_is_refused(http_peer: HttpPeer, chunked: bytes) -> None:
+    status = raw_post(http_peer.value, b"Transfer-Encoding: chunked\r\n", chunked)
+    assert status in (b"", b"HTTP/1.1 400 Bad Request\r\n"), status
+    refusal(http_peer)
+
+
+@pytest.mark.req("TX-PEER-08")
+def test_headers_stay_with_their_message_after_a_drain(http_peer: HttpPeer) -> None:
+    conn = connect(http_peer.value)
+    for session in ("s-1", "s-2", "s-3"):
+        note = {"jsonrpc": "2.0", "method": "notifications/" + session}
+        conn.request("POST", "/mcp", compact(note), {"Mcp-Session-Id": session})
+        conn.getresponse().read()
+        if session == "s-2":
+            assert len(http_peer.drain()) == 2
+    conn.close()
+    value, headers = http_peer.next_message(5)
+    assert value == {"jsonrpc": "2.0", "method": "notifications/s-3"}
+    assert headers is not None and headers["mcp-session-id"] == "s-3"
+
+
+class _LateQueue(queue.Queue[Out]):
+    """Says "empty" once, so the mailbox must go through its descriptor wait."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = True
+
+    def get_nowait(self) -> Out:
+        if self.hidden:
+            self.hidden = False
+            raise queue.Empty
+        return super().get_nowait()
+
+
+def test_a_mailbox_waits_on_a_descriptor_numbered_over_1024() -> None:
+    near, far = socket.socketpair()
+    high = fcntl.fcntl(near.fileno(), fcntl.F_DUPFD_CLOEXEC, 1500)  # select() stops at 1023
+    sock = socket.socket(fileno=high)
+    box = Mailbox(sock)
+    try:
+        box._items = _LateQueue()
+        out = Out(b"answer")
+        box.put(out)  # queued, and the wake-up pipe written
+        assert box.wait() is out
+        assert not box.gone
+    finally:
+        box.close()
+        for s in (sock, near, far):
+            s.close()

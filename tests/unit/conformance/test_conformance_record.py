@@ -6,15 +6,19 @@ runs ``record --write`` on fixtures/ itself (TX-RECORD-06).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from zeroclaw_ref.conformance import record as record_module
 from zeroclaw_ref.conformance.__main__ import main
 from zeroclaw_ref.conformance.generalise import Generaliser, Mask, any_typed, read_masks
 from zeroclaw_ref.conformance.jsonlex import JSON, dumps, loads
+from zeroclaw_ref.conformance.runner import ScenarioResult
 
 REPO = Path(__file__).resolve().parents[3]
 FILE_WRITE = "acp/tools/file-write-diff-and-result"
@@ -296,6 +300,72 @@ def test_errors_exit_2_and_change_nothing(
     assert record(corpus, path, "--write", *extra) == 2
     assert (corpus / f"{FILE_WRITE}.jsonl").read_bytes() == before
     assert "error" in capsys.readouterr().err.lower()
+
+
+def drafted(corpus: Path) -> Path:
+    """The file-write golden with one expected text altered, so record rewrites it."""
+    path = scenario(corpus)
+    lines = lines_of(path)
+    altered = [line.replace('"text":"Done."', '"text":"Finished."') for line in lines]
+    assert altered != lines
+    write_lines(path, altered)
+    return path
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.mark.req("TX-RECORD-04")
+def test_write_refuses_a_symbolic_link_and_leaves_its_target_alone(
+    corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = drafted(corpus)
+    before = path.read_bytes()
+    alias = path.with_name("alias-of-file-write.jsonl")
+    alias.symlink_to(path.name)
+    assert record(corpus, alias, "--write") == 2
+    assert path.read_bytes() == before, "the link's target is not written through"
+    assert alias.is_symlink() and alias.readlink() == Path(path.name)
+    assert "not written: it is a symbolic link" in capsys.readouterr().err
+    assert leftovers(path.parent) == []
+
+
+@pytest.mark.req("TX-RECORD-04")
+def test_a_failed_write_leaves_the_golden_whole(
+    corpus: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = drafted(corpus)
+    before = path.read_bytes()
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    assert record(corpus, path, "--write") == 2
+    assert path.read_bytes() == before
+    assert leftovers(path.parent) == [], "the temporary is removed"
+    assert "not written: [Errno 28] No space left on device" in capsys.readouterr().err
+
+
+@pytest.mark.req("TX-RECORD-04")
+def test_a_golden_edited_during_the_run_is_not_overwritten(
+    corpus: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = drafted(corpus)
+    lines = lines_of(path)
+    edited = [lines[0], '{"note":"added while record ran"}', *lines[1:]]
+    execute = record_module._Recorder.execute
+
+    def edit_meanwhile(self: record_module._Recorder) -> ScenarioResult:
+        result = execute(self)
+        write_lines(path, edited)  # the frames below the header move down one line
+        return result
+
+    monkeypatch.setattr(record_module._Recorder, "execute", edit_meanwhile)
+    assert record(corpus, path, "--write") == 2
+    assert lines_of(path) == edited
+    assert "not written: it changed while it was being recorded" in capsys.readouterr().err
 
 
 @pytest.mark.req("TX-RECORD-06")

@@ -26,7 +26,7 @@ from zeroclaw_ref.conformance.agent import Message, Pollution
 from zeroclaw_ref.conformance.jsonlex import JSON, dumps, loads, strict_equal
 from zeroclaw_ref.conformance.match import MatchContext, match, match_unordered
 from zeroclaw_ref.conformance.placeholders import substitute
-from zeroclaw_ref.conformance.serve import ClientInput
+from zeroclaw_ref.conformance.serve import ClientEvent, ClientInput
 from zeroclaw_ref.conformance.serve_values import (
     HostNames,
     Instantiator,
@@ -645,6 +645,69 @@ def test_sigterm_after_the_conversation_still_gives_the_verdict(tmp_path: Path) 
     serve.proc.send_signal(signal.SIGTERM)
     assert serve.finish(close=False) == 0, serve.stderr
     assert serve.stderr.startswith("PASS  acp/serve-test/term")
+
+
+@pytest.mark.req("TX-SERVE-01")
+def test_sigterm_while_serve_waits_for_the_client_fails_with_a_verdict(tmp_path: Path) -> None:
+    second: dict[str, JSON] = {
+        "send": {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {}}
+    }
+    path = write_scenario(tmp_path, "term-wait", [INIT_SEND, INIT_EXPECT, second])
+    serve = Serve(path, fixtures=tmp_path)
+    serve.send({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+    serve.recv()  # serve now waits for the session/new request
+    serve.proc.send_signal(signal.SIGTERM)
+    assert serve.finish(close=False) == 1, serve.stderr
+    assert serve.stderr.startswith("FAIL  acp/serve-test/term-wait"), serve.stderr
+    assert "acp/serve-test/term-wait.jsonl:4 send on acp" in serve.stderr
+    assert "reason: unexpected-exit: serve was terminated (SIGTERM) first" in serve.stderr
+    assert "Traceback" not in serve.stderr
+
+
+class _SignalledQueue(queue.Queue[ClientEvent]):
+    """Runs the SIGTERM handler from inside a wait, as a signal landing there would."""
+
+    def __init__(self, on_signal: Callable[[], None]) -> None:
+        super().__init__()
+        self.on_signal = on_signal
+        self.raised: list[BaseException] = []
+
+    def get(self, block: bool = True, timeout: float | None = None) -> ClientEvent:
+        try:
+            self.on_signal()
+        except BaseException as exc:  # what a real handler would throw into the wait
+            self.raised.append(exc)
+        return super().get(block, timeout)
+
+
+@pytest.mark.req("TX-SERVE-01")
+def test_the_sigterm_handler_never_raises_and_ends_the_input_in_order() -> None:
+    read_end, write_end = os.pipe()
+    lines = ClientInput(read_end)
+    os.write(write_end, b'{"a":1}\n')
+    first = lines.next(WAIT)  # a line that arrived before the signal is still read
+    assert isinstance(first, Message) and first.value == {"a": 1}
+    waiting = _SignalledQueue(lambda: lines.on_sigterm(signal.SIGTERM, None))
+    lines.events = waiting
+    end = lines.next(WAIT)
+    assert waiting.raised == [], "a handler that raises can escape from any line of serve"
+    assert end is not None and type(end).__name__ == "_Terminated" and lines.closed
+    assert lines.next(WAIT) is end
+    lines.close()
+    os.close(write_end)
+
+
+@pytest.mark.req("TX-SERVE-01")
+def test_the_sigterm_handler_takes_no_lock_the_interrupted_code_may_hold() -> None:
+    read_end, write_end = os.pipe()
+    lines = ClientInput(read_end)
+    with lines.events.mutex:  # as if the signal landed inside a queue call
+        lines.on_sigterm(signal.SIGTERM, None)
+    end = lines.next(WAIT)
+    assert end is not None and type(end).__name__ == "_Terminated"
+    lines.close()
+    lines.on_sigterm(signal.SIGTERM, None)  # after close: ignored, no error
+    os.close(write_end)
 
 
 # -- deterministic values -------------------------------------------------------------------------
