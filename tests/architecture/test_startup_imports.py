@@ -28,3 +28,25 @@ def test_the_acp_entry_point_imports_no_heavy_dependency() -> None:
     loaded = set(json.loads(out))
     heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert heavy == []
+
+
+# Deferred to the first session (acp/server.py's module note; bench/acp_startup): the engine,
+# the policy seam, the providers and tools behind them, and the session modules.
+DEFERRED = (
+    "zeroclaw_ref.engine",
+    "zeroclaw_ref.policy",
+    "zeroclaw_ref.providers",
+    "zeroclaw_ref.acp.session",
+    "zeroclaw_ref.acp.approver",
+    "zeroclaw_ref.acp.replay",
+)
+
+
+@pytest.mark.req("ACP-TR-01")
+def test_the_session_machinery_is_not_imported_before_the_first_session() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    loaded = set(json.loads(out))
+    early = sorted(m for m in loaded if any(m == d or m.startswith(d + ".") for d in DEFERRED))
+    assert early == []

@@ -8,6 +8,10 @@ in `_active`; `session/stop` and `session/close` move them to `_draining` until 
 ends (drained sessions no longer count against `max_sessions`, acp.md §3.4). `_reserved` counts
 creations in progress (ACP-NEW-16). One lock guards the three; it is never held while calling
 out.
+
+Design: the turn engine, the policy seam and the session modules are imported when the first
+session is built, not at start. `initialize` then answers without them, which is about a
+third of the start-up time (bench/acp_startup); the first `session/new` pays it instead.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import ConfigSnapshot
@@ -25,25 +30,20 @@ from zeroclaw_ref.core.clock import Clock, rfc3339
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.scrub import clean_output
-from zeroclaw_ref.engine.resolve import (
-    PathRequest,
-    ResolveError,
-    not_dispatchable_text,
-    resolve,
-    unknown_agent_text,
-)
-from zeroclaw_ref.engine.turn import TurnEngine
 from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Endpoint, Handler, _Deferred
 from zeroclaw_ref.store.db import StoreError
 from zeroclaw_ref.store.sessions import SessionStore
 from zeroclaw_ref.wire import acp as w
 from zeroclaw_ref.wire.errors import RpcError
 
-from .approver import AcpApprover
 from .intake import BLANK_TURN, is_blank, render_prompt, session_id_of
-from .replay import Seed, replay_updates, restore_alias, seed_history, trimmed_params
-from .session import AcpSession
 from .workspace import agent_workspace, canonical_cwd, requested_cwd
+
+if TYPE_CHECKING:  # imported for real on the first session (module note)
+    from zeroclaw_ref.engine.turn import TurnEngine
+
+    from .replay import Seed
+    from .session import AcpSession
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class AcpServer:
         self.ids = ids
         self.clock = clock
         self.options = options
-        self.engine = TurnEngine(ids)
+        self._engine: TurnEngine | None = None
         self._lock = threading.Lock()
         self._active: dict[str, AcpSession] = {}
         self._draining: dict[str, AcpSession] = {}
@@ -94,6 +94,19 @@ class AcpServer:
             w.METHOD_SESSION_EVENT: self._session_event,
         }
         self.endpoint = Endpoint(methods, send_line)
+
+    @property
+    def engine(self) -> TurnEngine:
+        """The turn engine every session of this server shares (made on first use)."""
+        if self._engine is None:
+            from zeroclaw_ref.engine.turn import TurnEngine
+
+            self._engine = TurnEngine(self.ids)
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: TurnEngine) -> None:
+        self._engine = engine
 
     # --- initialize (acp.md §2) ------------------------------------------------------------
 
@@ -140,6 +153,8 @@ class AcpServer:
             alias = next(iter(self.config.agents))  # step 4, disabled agents counted
         if alias is None:
             raise RpcError.invalid_params(NO_ALIAS)
+        from zeroclaw_ref.engine.resolve import not_dispatchable_text, unknown_agent_text
+
         agent = self.config.agents.get(alias)
         if agent is None:
             raise RpcError.invalid_params(unknown_agent_text(alias))
@@ -181,6 +196,11 @@ class AcpServer:
         seed: Seed | None = None,
     ) -> AcpSession:
         """Resolve the runtime, persist a new session (restores are already stored), publish."""
+        from zeroclaw_ref.engine.resolve import PathRequest, ResolveError, resolve
+
+        from .approver import AcpApprover
+        from .session import AcpSession
+
         new = session_id is None
         session_id = session_id or self._fresh_id()
         approver = AcpApprover(self.endpoint, session_id, self.ids, workspace, self.config)
@@ -326,6 +346,8 @@ class AcpServer:
         return {}
 
     def _restore(self, call: Call, session_id: str) -> None:
+        from .replay import replay_updates, restore_alias, seed_history, trimmed_params
+
         assert self.store is not None
         try:
             stored = self.store.load(session_id)

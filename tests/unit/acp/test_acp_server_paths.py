@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.acp import server as server_module
 from zeroclaw_ref.acp.intake import render_prompt
 from zeroclaw_ref.acp.project import TurnProjector
 from zeroclaw_ref.acp.server import AcpServer, ServerOptions
@@ -24,6 +23,7 @@ from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import RandomIds
 from zeroclaw_ref.core.jsontypes import JSONObject
+from zeroclaw_ref.engine import resolve as resolve_module
 from zeroclaw_ref.engine.events import (
     Completed,
     Failed,
@@ -307,7 +307,7 @@ def test_a_runtime_that_cannot_be_built_fails_session_new_scrubbed(
     def broken(*args: object, **kwargs: object) -> ResolvedAgentExecution:
         raise ResolveError("provider refused: api_key=hunter2hunter2")
 
-    monkeypatch.setattr(server_module, "resolve", broken)
+    monkeypatch.setattr(resolve_module, "resolve", broken)  # read at each session
     assert harness.call(1, "session/new", {})["error"] == {
         "code": -32603,
         "message": "Failed to create agent: provider refused: api_key=hunt*[REDACTED]",
@@ -533,13 +533,13 @@ def test_new_load_and_resume_each_resolve_once_and_every_prompt_uses_that_execut
     from zeroclaw_ref.acp.approver import AcpApprover
 
     calls: list[tuple[str, object]] = []
-    real_resolve = server_module.resolve
+    real_resolve = resolve_module.resolve
 
     def spying(config: object, alias: str, request: object) -> ResolvedAgentExecution:
         calls.append((alias, request))
         return real_resolve(config, alias, request)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(server_module, "resolve", spying)
+    monkeypatch.setattr(resolve_module, "resolve", spying)
     workspace = (tmp_path / "ws").resolve()
     workspace.mkdir()
     first = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}")
