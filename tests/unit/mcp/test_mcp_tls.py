@@ -3,8 +3,6 @@ certificate is issued by a private CA generated here with `cryptography`."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import logging
 import os
 import ssl
@@ -12,11 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.helpers.fake_mcp_extra import make_pki
 from tests.helpers.fake_mcp_http import FakeMcpHttp
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
@@ -26,60 +21,9 @@ from zeroclaw_ref.mcp.tls import read_ca_pem
 OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5)
 
 
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def _pki(tmp: Path) -> tuple[Path, Path, Path]:
-    """A private CA and a server certificate for 127.0.0.1; returns (ca, cert, key) paths."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("zeroclaw test CA"))
-        .issuer_name(_name("zeroclaw test CA"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("127.0.0.1"))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = (tmp / "ca.pem", tmp / "server.pem", tmp / "server.key")
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return paths
-
-
 @pytest.fixture
 def https(tmp_path: Path) -> Iterator[tuple[FakeMcpHttp, Path]]:
-    ca, cert, key = _pki(tmp_path)
+    ca, cert, key = make_pki(tmp_path)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     server = FakeMcpHttp(tls=ctx)
@@ -114,7 +58,7 @@ def test_without_the_ca_the_handshake_fails_and_is_not_retried(
 def test_a_plaintext_url_with_a_ca_is_refused(
     connect: Connect, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    ca, _, _ = _pki(tmp_path)
+    ca, _, _ = make_pki(tmp_path)
     config = McpServerConfig(
         name="t", transport="http", url="http://127.0.0.1:9/mcp", tls_ca_cert_path=str(ca)
     )
@@ -162,7 +106,7 @@ def test_ca_file_checks(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pem"
     bad.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
     assert fails(str(bad)).startswith(f"MCP server `s` invalid PEM CA certificate in {bad}: ")
-    ca, _, _ = _pki(tmp_path)
+    ca, _, _ = make_pki(tmp_path)
     assert "BEGIN CERTIFICATE" in read_ca_pem("s", str(ca))
 
 
