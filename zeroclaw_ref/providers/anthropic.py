@@ -26,13 +26,18 @@ from zeroclaw_ref.core.jsontypes import JSON, JSONObject, as_object, dumps, load
 from zeroclaw_ref.providers.base import (
     Done,
     ModelRequest,
-    ProviderError,
     ProviderEvent,
     TextChunk,
     ThoughtChunk,
     ToolCall,
 )
-from zeroclaw_ref.providers.http import Endpoint, RateLimited, SseEvent, stream_with_retries
+from zeroclaw_ref.providers.http import (
+    Endpoint,
+    RateLimited,
+    SseEvent,
+    keyed_endpoint,
+    stream_with_retries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +71,11 @@ class AnthropicProvider:
 
 
 def _endpoint(config: ProviderConfig) -> Endpoint:
-    # [CFG-PROV-04] a configuration may be prepared before its key is entered; using it fails.
-    if not config.api_key:
-        raise ProviderError(f"provider {config.name}: api_key is not set")
-    extra = {k: str(v) for k, v in config.extra_headers.items()}
-    base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-    return Endpoint(
-        provider=config.name,
-        url=f"{base}/v1/messages",
-        headers={**extra, "x-api-key": config.api_key, "anthropic-version": API_VERSION},
-        timeout_secs=float(config.timeout_secs),
-        secrets=(config.api_key, *extra.values()),
+    return keyed_endpoint(
+        config,
+        DEFAULT_BASE_URL,
+        "/v1/messages",
+        lambda key: {"x-api-key": key, "anthropic-version": API_VERSION},
     )
 
 

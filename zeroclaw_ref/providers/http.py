@@ -33,6 +33,8 @@ from zeroclaw_ref.providers.base import ProviderError, ProviderEvent
 if TYPE_CHECKING:
     from requests import Response
 
+    from zeroclaw_ref.config.model import ProviderConfig
+
 log = logging.getLogger(__name__)
 
 # [CFG-PROV-08] a failure quotes at most this many characters of the response body.
@@ -74,6 +76,32 @@ class Endpoint:
     def excerpt(self, body: str) -> str:
         """[CFG-PROV-08] at most 500 characters, scrubbed before cutting so no key part survives."""
         return self.scrub(body.strip())[:EXCERPT_CHARS]
+
+
+def keyed_endpoint(
+    config: ProviderConfig,
+    default_base_url: str,
+    path: str,
+    key_headers: Callable[[str], Mapping[str, str]],
+) -> Endpoint:
+    """The endpoint of a keyed provider: `<base_url or default><path>`, the configured extra
+    headers plus `key_headers(api_key)`, and every header value scrubbed from error texts.
+
+    Raises:
+        ProviderError: [CFG-PROV-04] no api_key (a configuration may be prepared before its
+            key is entered; using it fails).
+    """
+    if not config.api_key:
+        raise ProviderError(f"provider {config.name}: api_key is not set")
+    extra = {k: str(v) for k, v in config.extra_headers.items()}
+    base = (config.base_url or default_base_url).rstrip("/")
+    return Endpoint(
+        provider=config.name,
+        url=f"{base}{path}",
+        headers={**extra, **key_headers(config.api_key)},
+        timeout_secs=float(config.timeout_secs),
+        secrets=(config.api_key, *extra.values()),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,14 +26,19 @@ from zeroclaw_ref.core.jsontypes import JSON, JSONObject, as_object, dumps, load
 from zeroclaw_ref.providers.base import (
     Done,
     ModelRequest,
-    ProviderError,
     ProviderEvent,
     TextChunk,
     ThoughtChunk,
     ToolCall,
     ToolSpec,
 )
-from zeroclaw_ref.providers.http import Endpoint, RateLimited, SseEvent, stream_with_retries
+from zeroclaw_ref.providers.http import (
+    Endpoint,
+    RateLimited,
+    SseEvent,
+    keyed_endpoint,
+    stream_with_retries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +72,11 @@ class OpenAIProvider:
 
 
 def _endpoint(config: ProviderConfig) -> Endpoint:
-    # [CFG-PROV-04] a configuration may be prepared before its key is entered; using it fails.
-    if not config.api_key:
-        raise ProviderError(f"provider {config.name}: api_key is not set")
-    extra = {k: str(v) for k, v in config.extra_headers.items()}
-    base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-    return Endpoint(
-        provider=config.name,
-        url=f"{base}/chat/completions",
-        headers={**extra, "authorization": f"Bearer {config.api_key}"},
-        timeout_secs=float(config.timeout_secs),
-        secrets=(config.api_key, *extra.values()),
+    return keyed_endpoint(
+        config,
+        DEFAULT_BASE_URL,
+        "/chat/completions",
+        lambda key: {"authorization": f"Bearer {key}"},
     )
 
 
