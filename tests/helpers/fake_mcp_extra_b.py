@@ -137,9 +137,12 @@ class ExtraServer(mcp_server.Server):
         os._exit(0)
 
     def t_hold_grandchild(self, rid: Any, a: dict[str, Any]) -> None:
-        # the grandchild inherits stdout and stderr and outlives nothing but its sleep
+        # the grandchild inherits stdout and stderr and outlives nothing but its sleep; it leaves
+        # the server's process group, so that closing (which signals the group) cannot reach it
         child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         self.text(rid, str(child.pid))
 

@@ -9,6 +9,12 @@ ends (drained sessions no longer count against `max_sessions`, acp.md §3.4). `_
 creations in progress (ACP-NEW-16). One lock guards the three; it is never held while calling
 out.
 
+Configuration: `self.config` is the snapshot of the connection (what `initialize` reports,
+the capacity and the idle timeout). Each session is built from `ServerOptions.config_source`
+when the front door gives one: the stdio server passes its `ConfigStore`, so `session/new`,
+`session/load` and `session/resume` see the file as it is now, while sessions already built keep
+the execution they were resolved with (config.md CFG-LOAD-10, policy.md POL-BUNDLE-06).
+
 Design: the turn engine, the policy seam and the session modules are imported when the first
 session is built, not at start. `initialize` then answers without them, which is about a
 third of the start-up time (bench/acp_startup); the first `session/new` pays it instead.
@@ -56,6 +62,8 @@ class ServerOptions:
     """What the front door decides per connection."""
 
     connection_agent: str | None = None  # gateway `?agent=` (ACP-NEW-06); None on stdio
+    # [CFG-LOAD-10] the current snapshot, asked for as each session is built; None: `config`
+    config_source: Callable[[], ConfigSnapshot] | None = None
 
 
 class AcpServer:
@@ -137,7 +145,12 @@ class AcpServer:
 
     # --- session/new (acp.md §3) -----------------------------------------------------------
 
-    def _choose_alias(self, params: JSONObject) -> str:
+    def _session_config(self) -> ConfigSnapshot:
+        """[CFG-LOAD-10] the snapshot to build a session from, taken right before resolve()."""
+        source = self.options.config_source
+        return source() if source is not None else self.config
+
+    def _choose_alias(self, params: JSONObject, config: ConfigSnapshot) -> str:
         """[ACP-NEW-02..05] the first applicable step decides; its alias is then validated."""
         alias: str | None = None
         for key in ALIAS_KEYS:
@@ -147,15 +160,15 @@ class AcpServer:
                 break
         if alias is None and self.options.connection_agent:
             alias = self.options.connection_agent.strip() or None  # step 2 (gateway only)
-        if alias is None and self.config.acp.default_agent:
-            alias = self.config.acp.default_agent.strip() or None  # step 3
-        if alias is None and len(self.config.agents) == 1:
-            alias = next(iter(self.config.agents))  # step 4, disabled agents counted
+        if alias is None and config.acp.default_agent:
+            alias = config.acp.default_agent.strip() or None  # step 3
+        if alias is None and len(config.agents) == 1:
+            alias = next(iter(config.agents))  # step 4, disabled agents counted
         if alias is None:
             raise RpcError.invalid_params(NO_ALIAS)
         from zeroclaw_ref.engine.resolve import not_dispatchable_text, unknown_agent_text
 
-        agent = self.config.agents.get(alias)
+        agent = config.agents.get(alias)
         if agent is None:
             raise RpcError.invalid_params(unknown_agent_text(alias))
         if not agent.dispatchable:
@@ -165,16 +178,17 @@ class AcpServer:
     def _session_new(self, call: Call) -> JSON:
         """[ACP-NEW-17] alias, validation, workspace, capacity, runtime, publication."""
         params = call.params
-        alias = self._choose_alias(params)
+        config = self._session_config()
+        alias = self._choose_alias(params, config)
         cwd = requested_cwd(params)
         workspace = canonical_cwd(cwd) if cwd is not None else None
-        if workspace is not None and workspace == self.config.config_dir.resolve():
+        if workspace is not None and workspace == config.config_dir.resolve():
             workspace = None  # [ACP-NEW-11] the install-root placeholder means "omitted"
-        agent_ws = agent_workspace(self.config.agent_workspace(alias))  # [ACP-NEW-14]
+        agent_ws = agent_workspace(config.agent_workspace(alias))  # [ACP-NEW-14]
         workspace = workspace or agent_ws  # [ACP-NEW-12] [ACP-NEW-13]
         self._reserve()
         try:
-            session = self._build_session(alias, workspace)
+            session = self._build_session(config, alias, workspace)
         finally:
             with self._lock:
                 self._reserved -= 1
@@ -190,6 +204,7 @@ class AcpServer:
 
     def _build_session(
         self,
+        config: ConfigSnapshot,
         alias: str,
         workspace: Path,
         session_id: str | None = None,
@@ -203,10 +218,10 @@ class AcpServer:
 
         new = session_id is None
         session_id = session_id or self._fresh_id()
-        approver = AcpApprover(self.endpoint, session_id, self.ids, workspace, self.config)
+        approver = AcpApprover(self.endpoint, session_id, self.ids, workspace, config)
         try:
             execution = resolve(
-                self.config,
+                config,
                 alias,
                 PathRequest("acp", approver=approver, session_workspace=workspace),
             )  # [POL-PATH-03] [POL-PATH-06] one execution per session, empty allow list
@@ -349,6 +364,7 @@ class AcpServer:
         from .replay import replay_updates, restore_alias, seed_history, trimmed_params
 
         assert self.store is not None
+        config = self._session_config()  # [CFG-LOAD-10] [POL-PATH-06] the agent as it is now
         try:
             stored = self.store.load(session_id)
         except StoreError as exc:  # (5)
@@ -361,12 +377,12 @@ class AcpServer:
                 f"Failed to load session: workspace directory is not available: {workspace}"
             )
         try:
-            alias = restore_alias(self.config, stored.agent_alias, session_id)  # (8)
+            alias = restore_alias(config, stored.agent_alias, session_id)  # (8)
         except LookupError as exc:
             raise RpcError.internal_error(f"Failed to create agent: {exc}") from exc
-        limit = self.config.runtime_profiles[self.config.agents[alias].runtime_profile]
+        limit = config.runtime_profiles[config.agents[alias].runtime_profile]
         seed = seed_history([t.messages_json for t in stored.turns], limit.max_history_messages)
-        session = self._build_session(alias, workspace.resolve(), session_id, seed)
+        session = self._build_session(config, alias, workspace.resolve(), session_id, seed)
         if stored.plan_json is not None:
             session.restore_plan(stored.plan_json)  # [ACP-RESUME-02] runtime state only
         if seed.dropped_messages:

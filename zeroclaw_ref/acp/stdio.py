@@ -4,6 +4,8 @@ Goals: stdout carries only JSON-RPC (ACP-TR-02) — even a stray `print` or a ch
 inherits fd 1 cannot pollute it, because the protocol stream is a private duplicate of fd 1 and
 fd 1 itself is pointed at stderr; the main thread is the reader, so SIGINT/SIGTERM end the read
 like end of input (ACP-TR-37, DESIGN §7.2); shutdown runs the named steps of ACP-TR-35.
+The process lives as long as the editor does, so sessions are built from a reloading snapshot
+(`StdioOptions.config_source`, config.md CFG-LOAD-10) rather than from the one loaded at start.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 
 from zeroclaw_ref.config.model import ConfigSnapshot
@@ -37,6 +39,8 @@ _WAKE = signal.SIGUSR1  # sent to the main thread when stdout breaks (ACP-TR-36)
 class StdioOptions:
     reaper_interval: float
     pin_cpu: bool = False  # core/affinity.py: one CPU for the server's threads (`acp` sets it)
+    # [CFG-LOAD-10] the current snapshot for each new, loaded or resumed session; None: `config`
+    config_source: Callable[[], ConfigSnapshot] | None = field(default=None, compare=False)
 
 
 class _Input:
@@ -89,7 +93,8 @@ def serve_stdio(config: ConfigSnapshot, ids: IdFactory, clock: Clock, opts: Stdi
 
     store = open_store(config)  # [ACP-STORE-02] once, before the first message is read
     writer = Writer(_protocol_sink(), on_broken=broken, joins=True)
-    server = AcpServer(config, writer.send, ids, clock, ServerOptions(), store)
+    options = ServerOptions(config_source=opts.config_source)
+    server = AcpServer(config, writer.send, ids, clock, options, store)
     for signum in (signal.SIGTERM, signal.SIGINT, _WAKE):
         signal.signal(signum, stdin.on_signal)
     reaper_stop = threading.Event()

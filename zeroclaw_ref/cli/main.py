@@ -115,20 +115,36 @@ def _run_acp(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         raise StartupError(
             [f"invalid value for --reaper-interval: {args.reaper_interval}"]
         ) from None
-    config = _load(args.sub_config_dir or args.config_dir, environ)
-    acp = config.acp
-    # [ACP-CFG-08] command line beats environment beats file beats default.
-    if max_sessions is not None:
-        acp = dataclasses.replace(acp, max_sessions=max_sessions)
-    if timeout is not None:
-        acp = dataclasses.replace(acp, session_timeout_secs=timeout)
-    config = dataclasses.replace(config, acp=acp)
+    from zeroclaw_ref.config.dirs import resolve_dirs
+    from zeroclaw_ref.config.store import ConfigStore
+
+    # [CFG-LOAD-10] one store for the life of the process; the first load keeps the start-up
+    # contract (warnings printed, errors raised as ERROR lines and exit 1, CFG-LOAD-09).
+    store = ConfigStore(*resolve_dirs(args.sub_config_dir or args.config_dir, environ), environ)
+    started = store.snapshot()
+    for warning in started.warnings:
+        print(f"warning: {warning}", file=sys.stderr)  # [CFG-LOAD-08]
+
+    def overridden(config: ConfigSnapshot) -> ConfigSnapshot:
+        """[ACP-CFG-08] command line beats environment beats file beats default, on every
+        snapshot the store hands out, reloaded ones included."""
+        acp = config.acp
+        if max_sessions is not None:
+            acp = dataclasses.replace(acp, max_sessions=max_sessions)
+        if timeout is not None:
+            acp = dataclasses.replace(acp, session_timeout_secs=timeout)
+        return dataclasses.replace(config, acp=acp)
+
     from zeroclaw_ref.acp.stdio import StdioOptions, serve_stdio
     from zeroclaw_ref.core.affinity import pin_wanted
 
     clock, ids = _determinism(environ)
-    opts = StdioOptions(reaper_interval=interval, pin_cpu=pin_wanted(environ))
-    return serve_stdio(config, ids, clock, opts)
+    opts = StdioOptions(
+        reaper_interval=interval,
+        pin_cpu=pin_wanted(environ),
+        config_source=lambda: overridden(store.snapshot()),
+    )
+    return serve_stdio(overridden(started), ids, clock, opts)
 
 
 def _run_acp_sessions(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

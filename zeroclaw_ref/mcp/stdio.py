@@ -6,6 +6,8 @@ waiter blocked in `Popen.wait()`, so that exit is noticed even while a grandchil
 open (MCP-STDIO-17). Whichever of reader (EOF) and waiter (exit) comes first reports the death,
 once. Writes go through a per-connection lock with one write and a flush (MCP-STDIO-06), so the
 caller learns synchronously whether its line left (MCP-STDIO-27).
+Each child leads a process group of its own, and closing signals the group (procgroup.py), so
+that a launcher's grandchildren (`npx` → `npm exec` → `node`) end with it.
 Caveats: a thread blocked reading a pipe is never joined without a bound; closing abandons it
 (its generation has ended, MCP-STDIO-24).
 """
@@ -17,8 +19,10 @@ import io
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 
 from zeroclaw_ref.config.model import McpServerConfig
@@ -26,6 +30,7 @@ from zeroclaw_ref.core.affinity import unpinned
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps, loads
 from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.mcp import procgroup
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.scrubber import scrub_secrets
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteError, Router, Transport
@@ -104,6 +109,8 @@ class StdioTransport(Transport):
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     env=env,
+                    # [MCP-STDIO-23] a group of its own, so that closing reaches the whole tree
+                    start_new_session=True,
                 )
         except OSError as exc:
             raise e.McpConnectError(
@@ -278,7 +285,13 @@ class StdioTransport(Transport):
         self._terminate(child)
 
     def _terminate(self, child: _Child) -> None:
-        """[MCP-STDIO-23] stdin closed, grace, SIGTERM, grace, SIGKILL, always reaped."""
+        """[MCP-STDIO-23] stdin closed, grace, SIGTERM, grace, SIGKILL, always reaped.
+
+        Every step addresses the child's process group: a grace period ends when the child and
+        every member of its group have exited, and the signals go to the group. A grandchild
+        that ignores end of input therefore gets SIGTERM (then SIGKILL) even after the child
+        itself has exited, and a launcher cannot leave the real server behind.
+        """
         with child.lock:
             child.closing = True
         child.ended.set()
@@ -291,20 +304,22 @@ class StdioTransport(Transport):
                         proc.stdin.close()
             finally:
                 self._write_lock.release()
-        if _wait_quietly(proc, grace):
+        # The child leads its group: the group id is its pid (start_new_session in open()).
+        pgid = proc.pid
+        if _wait_tree(proc, pgid, time.monotonic() + grace):
             return
-        with contextlib.suppress(OSError):
-            proc.terminate()
-        if _wait_quietly(proc, SIGTERM_GRACE_S):
-            return
-        with contextlib.suppress(OSError):
-            proc.kill()
+        # A group already gone (everyone exited meanwhile) is not an error at either signal.
+        if procgroup.signal_group(pgid, signal.SIGTERM) and not _wait_tree(
+            proc, pgid, time.monotonic() + SIGTERM_GRACE_S
+        ):
+            procgroup.signal_group(pgid, signal.SIGKILL)
         proc.wait()
 
 
-def _wait_quietly(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def _wait_tree(proc: subprocess.Popen[bytes], pgid: int, deadline: float) -> bool:
+    """Wait until `proc` and every other member of its group have exited, up to `deadline`."""
     try:
-        proc.wait(timeout)
+        proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         return False
-    return True
+    return procgroup.wait_group(pgid, deadline)
