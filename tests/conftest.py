@@ -31,6 +31,8 @@ PEER_INSTALL = {
     "node22": "npm install node@22 (in .peers/node22/, which has its own package.json)",
     "tmux": "apt-get update && apt-get install -y tmux",
     "chromium": "apt-get install chromium chromium-driver; selenium==4.50.0 (the `test` extra)",
+    "landlock": "a Linux kernel with Landlock (5.13+) and user namespaces enabled",
+    "bwrap": "apt-get update && apt-get install -y bubblewrap",
 }
 # npm peers run as `node <entry point>` from .peers/ (mcp.md §15.2); require_peer returns the path.
 NODE_PEERS = {
@@ -85,6 +87,19 @@ def require_peer(name: str) -> ModuleType | str:
         except ImportError as exc:
             _missing(name, str(exc))
         return str(found["chromium"])
+    if name == "landlock":
+        from zeroclaw_ref.sandbox.probe import landlock_problem
+
+        problem = landlock_problem()
+        if problem is not None:
+            _missing(name, problem)
+        return "landlock"
+    if name == "bwrap":
+        found = shutil.which("bwrap")
+        if found is None:
+            _missing(name, "bwrap not on PATH")
+        assert found is not None
+        return found
     if name == "node22":
         if not (NODE22 / "node").is_file():
             _missing(name, f"{NODE22 / 'node'} not found")

@@ -22,9 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ID = re.compile(r"\b(?:ACP|MCP|POL|CFG|TX)-[A-Z0-9]+-\d{2,3}\b")
+ID = re.compile(r"\b(?:ACP|MCP|POL|CFG|TX|ZC)-[A-Z0-9]+-\d{2,3}\b")
 CATALOGUE = re.compile(r"^MCP-ERR-(?!01$)\d{2,3}$")
-TAG = re.compile(r"\[((?:ACP|MCP|POL|CFG|TX)-[A-Z0-9]+-\d{2,3})\]")
+TAG = re.compile(r"\[((?:ACP|MCP|POL|CFG|TX|ZC)-[A-Z0-9]+-\d{2,3})\]")
 
 
 def fixture_citations() -> dict[str, set[str]]:

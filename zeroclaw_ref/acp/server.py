@@ -37,6 +37,7 @@ from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.scrub import clean_output
 from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Endpoint, Handler, _Deferred
+from zeroclaw_ref.sandbox.probe import describe as describe_sandbox
 from zeroclaw_ref.store.db import StoreError
 from zeroclaw_ref.store.sessions import SessionStore
 from zeroclaw_ref.wire import acp as w
@@ -135,6 +136,7 @@ class AcpServer:
             meta["defaultModel"] = model
         meta["maxSessions"] = self.config.acp.max_sessions  # [ACP-INIT-06]
         meta["sessionTimeoutSecs"] = self.config.acp.session_timeout_secs
+        meta["sandbox"] = describe_sandbox(self.config.sandbox)  # [ZC-SBX-06]
         return {
             "protocolVersion": w.PROTOCOL_VERSION,  # [ACP-INIT-02]
             "agentCapabilities": capabilities,

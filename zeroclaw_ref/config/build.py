@@ -25,6 +25,7 @@ from zeroclaw_ref.config.model import (
     ProviderConfig,
     RiskProfileConfig,
     RuntimeProfileConfig,
+    SandboxConfig,
     SchedulerConfig,
     SecretsConfig,
     ToolFilterGroup,
@@ -302,9 +303,18 @@ def build_snapshot(
             enabled=_bool(scheduler, "enabled", True), tick_secs=_int(scheduler, "tick_secs", 30)
         ),
         secrets=SecretsConfig(encrypt=_bool(sub(tree, "secrets"), "encrypt", True)),
+        sandbox=_sandbox(sub(sub(tree, "security"), "sandbox")),
         overrides=MappingProxyType(dict(overrides)),
     )
     return snapshot, errors, warnings
+
+
+def _sandbox(table: Tree) -> SandboxConfig:
+    return SandboxConfig(
+        backend=_str(table, "backend", "auto"),
+        required=_bool(table, "required", False),
+        network=_bool(table, "network", False),
+    )
 
 
 def _entries(tree: Mapping[str, object], section: str) -> dict[str, Tree]:

@@ -258,6 +258,22 @@ class SchedulerConfig:
     tick_secs: int = 30
 
 
+SANDBOX_BACKENDS: tuple[str, ...] = ("auto", "landlock", "bwrap", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """`[security.sandbox]`: the OS confinement of every command run for the model (ZC-SBX-01).
+
+    `network = false` (the default) denies the command TCP connections and binds, so it
+    cannot reach the gateway or other local services on the operator's behalf.
+    """
+
+    backend: str = "auto"
+    required: bool = False
+    network: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class SecretsConfig:
     """`[secrets]` (CFG-SECRETS-01)."""
@@ -291,6 +307,7 @@ class ConfigSnapshot:
     peripherals: PeripheralsConfig = PeripheralsConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
     secrets: SecretsConfig = SecretsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
     overrides: Mapping[str, str] = field(default_factory=frozen_map)
     warnings: tuple[str, ...] = ()
 

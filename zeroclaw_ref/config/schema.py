@@ -24,6 +24,7 @@ from zeroclaw_ref.config.model import (
     DEFAULT_PERIPHERAL_PREFIXES,
     LEVELS,
     PROVIDER_KINDS,
+    SANDBOX_BACKENDS,
 )
 
 
@@ -321,6 +322,17 @@ ROOT = Table(
             }
         ),
         "secrets": Table({"encrypt": Field(Kind.BOOL, True)}),
+        "security": Table(
+            {
+                "sandbox": Table(
+                    {
+                        "backend": Field(Kind.STR, "auto", enum=SANDBOX_BACKENDS),
+                        "required": Field(Kind.BOOL, False),
+                        "network": Field(Kind.BOOL, False),
+                    }
+                )
+            }
+        ),
     }
 )
 

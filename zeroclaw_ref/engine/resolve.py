@@ -197,7 +197,8 @@ def resolve(
     # 2. security policy: the session's workspace on acp, the agent's own elsewhere
     agent_ws = _canonical_dir(config.agent_workspace(agent_alias))
     workspace = request.session_workspace or agent_ws
-    security = SecurityPolicy.build(risk, workspace, agent_ws)
+    hidden = (config.config_dir, config.data_dir)  # [ZC-SBX-03] never visible to a command
+    security = SecurityPolicy.build(risk, workspace, agent_ws, config.sandbox, hidden)
     # 3. runtime knobs
     runtime = config.runtime_profiles[agent.runtime_profile]
     knobs = ResolvedRuntimeKnobs(

@@ -16,7 +16,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeroclaw_ref.config.model import AutonomyConfig
+from zeroclaw_ref.config.model import AutonomyConfig, SandboxConfig
+
+# A policy built without a sandbox setting (unit tests of the tools) runs commands unconfined.
+UNCONFINED = SandboxConfig(backend="none")
 
 # [POL-FS-01] [ACP-SEC-05]
 NUL_REFUSAL = "Path not allowed: contains null byte"
@@ -85,10 +88,19 @@ class SecurityPolicy:
     # None: no restriction [POL-ACCESS-03]; (): deny-all [POL-ACCESS-06]
     allowed_tools: tuple[str, ...] | None
     excluded_tools: frozenset[str]
+    # The OS confinement of commands (ZC-SBX-01) and what it must hide besides forbidden_paths:
+    # the configuration and data directories (ZC-SBX-03).
+    sandbox: SandboxConfig = UNCONFINED
+    sandbox_hidden: tuple[Path, ...] = ()
 
     @classmethod
     def build(
-        cls, profile: AutonomyConfig, workspace_dir: Path, agent_workspace: Path
+        cls,
+        profile: AutonomyConfig,
+        workspace_dir: Path,
+        agent_workspace: Path,
+        sandbox: SandboxConfig = UNCONFINED,
+        hidden: tuple[Path, ...] = (),
     ) -> SecurityPolicy:
         """Bind `profile` to a canonical workspace; the agent workspace is the second root."""
         roots = [workspace_dir]
@@ -112,6 +124,8 @@ class SecurityPolicy:
             shell_env_passthrough=profile.shell_env_passthrough,
             allowed_tools=allowed,
             excluded_tools=frozenset(profile.excluded_tools),
+            sandbox=sandbox,
+            sandbox_hidden=hidden,
         )
 
     def check_path(self, raw: str) -> Path | PathRefusal:

@@ -5,28 +5,25 @@ Goals: nothing is spawned before the command policy (POL-SHELL-02…07) and the 
 (DESIGN §7.6); memory stays bounded whatever the child prints. Plan: the child runs in its own
 session (so its own process group) with a scrubbed environment; two reader threads keep at
 most 1 MiB of each stream and drain the rest; the cancel token's callback and the timeout both
-kill the whole group. Caveat: the path scan is a lexical barrier over the command's words, not
-a sandbox — an allowed interpreter running a workspace script can still read what the OS lets
-it; an OS-level sandbox may add that second barrier (POL-SHELL-08).
+kill the whole group. The path scan is a lexical barrier over the command's words; the second
+barrier is the OS sandbox every command runs in (zeroclaw_ref/sandbox, ZC-SBX-01), since an
+allowed interpreter running a workspace script could otherwise read what the OS lets it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import itertools
 import os
-import signal
-import subprocess
 import threading
 from pathlib import Path
 from typing import IO
 
-from zeroclaw_ref.core.affinity import unpinned
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.policy import shell_rules
 from zeroclaw_ref.policy.security import PathRefusal, SecurityPolicy, canonicalise
+from zeroclaw_ref.sandbox import launch
 from zeroclaw_ref.tools.base import Tool, ToolContext, ToolResult, argument, missing
 from zeroclaw_ref.tools.catalogue import ToolSettings
 
@@ -65,12 +62,6 @@ class _Capture:
     def text(self, marker: str) -> str:
         decoded = bytes(self.data).decode("utf-8", errors="replace")
         return decoded + marker if self.truncated else decoded
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the child's whole process group; a group already gone is not an error."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _environment(passthrough: tuple[str, ...]) -> dict[str, str]:
@@ -190,41 +181,30 @@ class _PathScan:
 
 
 def _run(security: SecurityPolicy, command: str, timeout: int, cancel: CancelToken) -> ToolResult:
-    """[POL-SHELL-09…13] spawn, wait under the timeout and the cancel token, report."""
+    """[POL-SHELL-09…13] spawn (confined, ZC-SBX-01), wait under the timeout and the cancel
+    token, report."""
     try:
-        with unpinned():  # the command gets every CPU, not the server's pin
-            process = subprocess.Popen(
-                ["/bin/sh", "-c", command],
-                cwd=security.workspace_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_environment(security.shell_env_passthrough),
-                start_new_session=True,  # its own process group, killed as one [DESIGN §7.6]
-            )
+        started = launch.start(security, command, _environment(security.shell_env_passthrough))
+    except launch.Refused as exc:
+        return ToolResult.fail(str(exc))
     except OSError as exc:
         return ToolResult.fail(f"Failed to spawn command: {exc}")  # [POL-SHELL-13]
-    assert process.stdout is not None and process.stderr is not None
-    out, err = _Capture(process.stdout), _Capture(process.stderr)
-    unregister = cancel.add_callback(lambda: _kill_group(process))
+    handle = started.handle
+    out = _Capture(os.fdopen(started.stdout, "rb", buffering=0))
+    err = _Capture(os.fdopen(started.stderr, "rb", buffering=0))
+    unregister = cancel.add_callback(handle.kill)
     try:
-        process.wait(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        code = handle.wait(timeout)
     finally:
         unregister()
-    # Kill the group even after a normal exit: a backgrounded grandchild holding the pipes
-    # open would otherwise keep the readers (and this turn) waiting.
-    _kill_group(process)
-    process.wait()
+    started.close()  # [ZC-SBX-05] nothing of the command outlives the call
     out.thread.join()
     err.thread.join()
-    if timed_out:
+    if code is None:
         return ToolResult.fail(f"Command timed out after {timeout}s and was killed")
     if cancel.is_set():
         return ToolResult.fail(CANCELLED_TEXT)
-    return _result(process.returncode, out.text(STDOUT_MARKER), err.text(STDERR_MARKER))
+    return _result(code, out.text(STDOUT_MARKER), err.text(STDERR_MARKER))
 
 
 def _expanded(text: str) -> Path:
