@@ -44,7 +44,7 @@ from zeroclaw_ref.wire import acp as w
 from zeroclaw_ref.wire.errors import RpcError
 
 from .intake import BLANK_TURN, is_blank, render_prompt, session_id_of
-from .workspace import agent_workspace, canonical_cwd, requested_cwd
+from .workspace import agent_workspace, canonical_cwd, requested_cwd, restored_workspace
 
 if TYPE_CHECKING:  # imported for real on the first session (module note)
     from zeroclaw_ref.engine.turn import TurnEngine
@@ -373,18 +373,15 @@ class AcpServer:
             raise RpcError.internal_error(f"Failed to load session: {exc}") from exc
         if stored is None:
             raise RpcError.session_not_found(session_id)  # (6)
-        workspace = Path(stored.workspace_dir)
-        if not workspace.is_dir():  # (7) [ACP-LOAD-05]
-            raise RpcError.internal_error(
-                f"Failed to load session: workspace directory is not available: {workspace}"
-            )
+        # (7) [ACP-LOAD-05] gone, or no longer the canonical directory that was stored
+        workspace = restored_workspace(stored.workspace_dir)
         try:
             alias = restore_alias(config, stored.agent_alias, session_id)  # (8)
         except LookupError as exc:
             raise RpcError.internal_error(f"Failed to create agent: {exc}") from exc
         limit = config.runtime_profiles[config.agents[alias].runtime_profile]
         seed = seed_history([t.messages_json for t in stored.turns], limit.max_history_messages)
-        session = self._build_session(config, alias, workspace.resolve(), session_id, seed)
+        session = self._build_session(config, alias, workspace, session_id, seed)
         if stored.plan_json is not None:
             session.restore_plan(stored.plan_json)  # [ACP-RESUME-02] runtime state only
         if seed.dropped_messages:

@@ -106,7 +106,13 @@ def _image_paths(message: JSONObject) -> list[str] | None:
 
 
 def _image_part(path: str, uploads: Path) -> JSON:
-    problem, data = _read_upload(path, uploads)
+    try:
+        problem, data = _read_upload(path, uploads)
+    except ValueError:
+        # A NUL or a lone surrogate in a prompt's marker: no file has such a name, and the
+        # operating-system calls raise instead of failing; like any unusable path it adds no
+        # part (POL-ENGINE-12) rather than failing the turn.
+        problem, data = "not a usable file name", None
     if data is None:
         log.warning("image %s not sent to the model: %s", path, problem)
         return None

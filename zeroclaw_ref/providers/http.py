@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps
-from zeroclaw_ref.core.scrub import clean_output
+from zeroclaw_ref.core.scrub import clean_output, redact_secrets
 from zeroclaw_ref.providers.base import ProviderError, ProviderEvent
 
 if TYPE_CHECKING:
@@ -63,11 +63,10 @@ class Endpoint:
     secrets: tuple[str, ...] = ()
 
     def scrub(self, text: str) -> str:
-        """Remove the configured secrets verbatim, then scrub credential shapes (ACP-UPD-12)."""
-        for secret in self.secrets:
-            if secret:
-                text = text.replace(secret, "[REDACTED]")
-        return clean_output(text)
+        """Remove the configured secrets in every spelling a server may echo them (verbatim,
+        JSON-escaped, URL-encoded, base64; CFG-PROV-08), then scrub credential shapes
+        (ACP-UPD-12)."""
+        return clean_output(redact_secrets(text, self.secrets))
 
     def failure(self, detail: str) -> ProviderError:
         """[CFG-PROV-08] `provider <name>: <detail>`, scrubbed."""

@@ -171,7 +171,9 @@ class Database:
     def _run(self, sql: str, params: Sequence[SqlValue] = ()) -> sqlite3.Cursor:
         try:
             return self._conn.execute(sql, params)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeEncodeError) as exc:
+            # A text with no UTF-8 form (a lone surrogate) cannot be bound: a failure like any
+            # other, which callers survive (ACP-STORE-13), not one that ends their thread.
             raise StoreError(_detail(exc)) from exc
 
     def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> int:

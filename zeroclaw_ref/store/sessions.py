@@ -91,6 +91,17 @@ def _text(value: SqlValue, column: str) -> str:
     return value
 
 
+def _storable(session_id: str) -> bool:
+    """Whether the id has a UTF-8 form: one that has none (a lone surrogate sent as `\\udfff`)
+    cannot name a stored row, so it is simply not found (acp.md ACP-TR-22), where binding it
+    would raise an encoding error."""
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _integer(value: SqlValue, column: str) -> int:
     if not isinstance(value, int):
         raise StoreError(f"unexpected value in column {column}: {type(value).__name__}")
@@ -241,6 +252,8 @@ class SessionStore:
             StoreError: when the delete fails.
         """
         # [ACP-STORE-16] the foreign key's ON DELETE CASCADE removes the acp_turns rows
+        if not _storable(session_id):
+            return False
         with self.db.atomic():
             return (
                 self.db.execute("DELETE FROM acp_sessions WHERE session_uuid = ?", (session_id,))
@@ -255,6 +268,8 @@ class SessionStore:
         Raises:
             StoreError: when the read fails.
         """
+        if not _storable(session_id):
+            return False
         row = self.db.query_one("SELECT 1 FROM acp_sessions WHERE session_uuid = ?", (session_id,))
         return row is not None
 
@@ -265,6 +280,8 @@ class SessionStore:
             StoreError: when the read fails or a value has an unexpected type (the caller
                 answers `Failed to load session: <detail>`, ACP-LOAD-02 step 5).
         """
+        if not _storable(session_id):
+            return None  # (6) no row, never (5) a read error
         with self.db.reading():
             head = self.db.query_one(
                 "SELECT id, agent_alias, workspace_dir, plan_json "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zeroclaw_ref.core.jsontypes import escape_surrogates
+
 
 @dataclass(frozen=True, slots=True)
 class Oversized:
@@ -65,7 +67,17 @@ class LineDecoder:
 
 
 def encode_line(text: str) -> bytes:
-    """[ACP-TR-06] one compact JSON text (no raw LF inside) plus exactly one `\\n`."""
+    """[ACP-TR-06] one compact JSON text (no raw LF inside) plus exactly one `\\n`.
+
+    Any Python str is accepted: a lone surrogate (a client's `"\\udfff"` escape decodes to one)
+    is written as its `\\uXXXX` escape, which decodes to the very same string, so an echoed id
+    or method stays unchanged (ACP-TR-15) and the writer never fails on a value a client sent.
+    `dumps` already escapes them; this covers a line built any other way.
+    """
     if "\n" in text:
         raise ValueError("a framed message must not contain a raw line feed")
-    return text.encode("utf-8") + b"\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # Design: the common path pays nothing for the rare one
+        data = escape_surrogates(text).encode("utf-8")
+    return data + b"\n"

@@ -253,6 +253,88 @@ def test_a_restore_into_a_vanished_workspace_fails(tmp_path: Path, method: str) 
     second.close()
 
 
+@pytest.mark.req("ACP-LOAD-05", "ACP-LOAD-02", "ACP-RESUME-01", "ACP-NEW-10", "ACP-SEC-09")
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+@pytest.mark.parametrize("swapped", ["workspace", "parent"])
+def test_a_restore_refuses_a_stored_workspace_now_replaced_by_a_symbolic_link(
+    tmp_path: Path, method: str, swapped: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ACP-LOAD-05 / ACP-LOAD-02 step (7): the stored canonical path is the boundary; once it
+    (or a parent) is a link, following it would serve the link's target, so it counts as gone.
+    """
+    parent = tmp_path / "projects"
+    workspace = parent / "ws"
+    workspace.mkdir(parents=True)
+    first = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}")
+    sid = first.new(cwd=str(workspace))
+    second = _restart(tmp_path, first, BASE + f"[agents.a]\n{AGENT}")
+    if swapped == "workspace":  # mv ws ws.orig; ln -s .. ws
+        workspace.rename(parent / "ws.orig")
+        workspace.symlink_to("..")
+    else:  # the directory itself is intact, one of its parents is a link now
+        parent.rename(tmp_path / "moved")
+        parent.symlink_to(tmp_path / "moved")
+    assert workspace.is_dir()  # the old check followed the link and passed
+    with caplog.at_level("WARNING", logger="zeroclaw_ref.acp.workspace"):
+        answer = second.call(1, method, {"sessionId": sid})
+    assert answer["error"] == {
+        "code": -32603,
+        "message": f"Failed to load session: workspace directory is not available: {workspace}",
+    }
+    assert [m for m in second.out if m.get("method") == "session/update"] == []
+    assert second.server._active == {}
+    assert "symbolic link" in caplog.text  # the operator learns why
+    second.close()
+
+
+# --- path-like params no file can have (a NUL, a lone surrogate) -----------------------------
+
+
+@pytest.mark.req("ACP-NEW-10", "ACP-NEW-07", "ACP-NEW-09", "ACP-ERR-01")
+@pytest.mark.parametrize("key", ["cwd", "workspaceDir", "workspace_dir"])
+@pytest.mark.parametrize("given", ["/tmp\x00x", "relative\x00", "\x00", "/tmp/\ud800"])
+def test_a_cwd_no_file_can_have_is_the_usable_directory_error(
+    tmp_path: Path, key: str, given: str
+) -> None:
+    """ACP-NEW-10, Table 3-2: a NUL (or a character with no file-system encoding) names no
+    file, like the empty string, so it is −32602 `No such file or directory` — it used to
+    escape as an internal error (−32603)."""
+    harness = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}")
+    assert harness.call(1, "session/new", {key: given})["error"] == {
+        "code": -32602,
+        "message": f"cwd is not a usable directory ({given}): No such file or directory",
+    }
+    assert harness.server._active == {} and harness.server._reserved == 0
+    harness.close()
+
+
+@pytest.mark.req("ACP-LOAD-01", "ACP-RESUME-01")
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+def test_a_restore_ignores_a_cwd_with_a_nul(tmp_path: Path, method: str) -> None:
+    """ACP-LOAD-01: only the session id is read, so a NUL in `cwd` cannot fail a restore."""
+    first = _harness(tmp_path, BASE + f"[agents.a]\n{AGENT}")
+    sid = first.new()
+    second = _restart(tmp_path, first, BASE + f"[agents.a]\n{AGENT}")
+    params: JSONObject = {"sessionId": sid, "cwd": "/tmp\x00x", "workspaceDir": "\x00"}
+    assert second.call(1, method, params) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    second.close()
+
+
+@pytest.mark.req("ACP-NEW-14")
+def test_a_configured_agent_workspace_with_a_nul_fails_like_one_that_cannot_be_created(
+    tmp_path: Path,
+) -> None:
+    """ACP-NEW-14: the −32603 `cannot create agent workspace` error, not an unexpected one."""
+    agent = AGENT + 'workspace.path = "/tmp/a\\u0000b"\n'
+    harness = _harness(tmp_path, BASE + f"[agents.a]\n{agent}")
+    error = harness.call(1, "session/new", {})["error"]
+    assert error["code"] == -32603  # type: ignore[index]
+    assert error["message"].startswith(  # type: ignore[index]
+        "Failed to create agent: cannot create agent workspace /tmp/a\x00b: "
+    )
+    harness.close()
+
+
 # --- session/new failures (ACP-NEW-14, ACP-NEW-18, ACP-NEW-19) --------------------------------
 
 

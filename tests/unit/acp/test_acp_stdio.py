@@ -188,3 +188,94 @@ def test_config_and_data_dirs_follow_the_lookup_order(
     config_dir, unused = (flag, env_dir) if use_flag else (env_dir, flag)
     data_dir = tmp_path / "d" if data_env else config_dir / "data"
     assert store_path(data_dir).is_file() and not (unused / "data").exists()
+
+
+# --- hostile JSON: values a reply cannot carry as they were parsed ---------------------------
+
+SID = "\udfff"  # what a client's `"\udfff"` decodes to: a lone surrogate, with no UTF-8 form
+HOSTILE = [
+    # (raw line, expected id of the reply, expected error or None for a result)
+    (r'{"jsonrpc":"2.0","id":1e400,"method":"initialize"}', None, -32700),
+    (r'{"jsonrpc":"2.0","id":-1e400,"method":"initialize"}', None, -32700),
+    (r'{"jsonrpc":"2.0","id":1e999,"method":"session/new","params":{}}', None, -32700),
+    (r'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":1e400}}', None, -32700),
+    (r'{"jsonrpc":"2.0","id":"\udfff","method":"initialize"}', SID, None),
+    (r'{"jsonrpc":"2.0","id":2,"method":"\ud800x"}', 2, (-32601, "Method not found: \ud800x")),
+    (
+        r'{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"\udfff","prompt":"x"}}',
+        3,
+        (-32000, f"Session not found: {SID}"),
+    ),
+    (
+        r'{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"agentAlias":"\udfff"}}',
+        4,
+        (-32602, f"Unknown agent `{SID}` — no [agents.{SID}] entry configured"),
+    ),
+    (
+        r'{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":"\udfff"}}',
+        5,
+        (-32000, f"Session not found: {SID}"),
+    ),
+    (
+        r'{"jsonrpc":"2.0","id":6,"method":"session/resume","params":{"session_id":"\ud800"}}',
+        6,
+        (-32000, "Session not found: \ud800"),
+    ),
+]
+
+
+@pytest.mark.req(
+    "ACP-TR-06", "ACP-TR-12", "ACP-TR-15", "ACP-TR-18", "ACP-TR-22", "ACP-ERR-01", "ACP-NEW-05"
+)
+def test_lines_the_reply_cannot_carry_as_parsed_are_answered_and_the_server_stays_up(
+    tmp_path: Path,
+) -> None:
+    """ACP-TR-12 / ACP-ERR-01: a number no float can hold (Python reads `1e400` as an
+    infinity) leaves no id to echo: a −32700 parse error with id null. ACP-TR-06 / ACP-TR-15:
+    a lone surrogate in an id, a method, a session id or an alias is echoed as its `\\u`
+    escape, which decodes to the same string. Both used to end the process."""
+    agent = AcpProcess(tmp_path / "cfg")
+    for index, (line, reply_id, expected) in enumerate(HOSTILE):
+        agent.send(line)
+        answer = agent.recv(f"the reply to {line}")
+        assert answer["id"] == reply_id, answer
+        if expected is None:
+            assert answer["result"]["protocolVersion"] == 1
+        elif isinstance(expected, int):
+            assert answer["error"]["code"] == expected
+            assert answer["error"]["message"].startswith("Parse error: number out of range: ")
+        else:
+            assert answer["error"] == {"code": expected[0], "message": expected[1]}
+        agent.request(f"next-{index}", "initialize")  # still serving
+        assert agent.response(f"next-{index}")["result"]["protocolVersion"] == 1
+    assert agent.close_input() == 0
+    assert "Traceback" not in "".join(agent.stderr_lines)
+
+
+@pytest.mark.req("ACP-TR-06", "ACP-STORE-09", "ACP-LOAD-09", "ACP-LOAD-10")
+def test_a_prompt_with_a_lone_surrogate_completes_is_stored_and_replays_unchanged(
+    tmp_path: Path,
+) -> None:
+    """ACP-STORE-09: the turn is stored (the store write used to raise on the surrogate and
+    end the session's worker, so the prompt was never answered); ACP-LOAD-10: the replay
+    shows the very text the client sent."""
+    agent = AcpProcess(tmp_path / "cfg")
+    agent.request(1, "session/new", {})
+    sid = agent.response(1)["result"]["sessionId"]
+    params = {"sessionId": sid, "prompt": "hi @"}
+    line = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params})
+    agent.send(line.replace("@", r"\udfff"))  # the escape as a client writes it, in ASCII
+    live: list[dict[str, object]] = []
+    assert agent.response(2, live)["result"]["stopReason"] == "end_turn"
+    agent.request(3, "session/close", {"sessionId": sid})
+    assert agent.response(3)["result"] == {}
+    replay: list[dict[str, object]] = []
+    agent.request(4, "session/load", {"sessionId": sid})
+    assert agent.response(4, replay)["result"] == {}
+    updates = [m["params"]["update"] for m in replay]  # type: ignore[index]
+    assert updates[0] == {
+        "sessionUpdate": "user_message_chunk",
+        "content": {"type": "text", "text": f"hi {SID}"},
+    }
+    assert updates[1:] == [m["params"]["update"] for m in live]  # type: ignore[index]
+    assert agent.close_input() == 0

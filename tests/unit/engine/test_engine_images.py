@@ -116,6 +116,27 @@ def test_unusable_files_add_no_part_and_log_one_warning_each(
         assert warning.startswith(f"image {path} not sent to the model: ")
 
 
+@pytest.mark.req("POL-ENGINE-12", "ACP-PROMPT-17")
+def test_a_marker_path_no_file_can_have_adds_no_part_instead_of_failing_the_turn(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """POL-ENGINE-12: a NUL or a lone surrogate in a prompt's marker is one more unusable
+    path (one WARN, no part); the operating-system call used to raise and fail the turn."""
+    good = _upload(workspace, "ok.png", PNG)
+    bad = [f"{workspace}/uploads/a\x00b.png", f"{workspace}/upl\x00oads/a.png"]
+    bad.append(f"{workspace}/uploads/a\ud800.png")
+    content = " ".join(f"[IMAGE:{p}]" for p in [*bad, good])
+    with caplog.at_level(logging.WARNING, logger="zeroclaw_ref.engine.images"):
+        (out,) = attach_images([{"role": "user", "content": content}], workspace)
+    assert out["images"] == [
+        {"type": "image", "path": good, "mime_type": "image/png", "data": _b64(PNG)}
+    ]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == len(bad)
+    for path, warning in zip(bad, warnings, strict=True):
+        assert warning.startswith(f"image {path} not sent to the model: ")
+
+
 @pytest.mark.req("POL-ENGINE-12")
 def test_a_marker_naming_nothing_usable_leaves_no_images_key(workspace: Path) -> None:
     message: JSONObject = {"role": "user", "content": "[IMAGE:/nowhere/x.png]", "images": []}

@@ -201,6 +201,39 @@ def test_non_utf8_text_frame_closes_with_1007(websocket: ModuleType, start_gatew
     assert close_code(client.ws, websocket) == 1007
 
 
+@pytest.mark.req("ACP-GW-09", "ACP-TR-06", "ACP-TR-12", "ACP-TR-15", "ACP-ERR-01")
+def test_messages_the_reply_cannot_carry_as_parsed_are_answered_on_a_live_connection(
+    websocket: ModuleType, start_gateway: Start
+) -> None:
+    """ACP-TR-12 / ACP-ERR-01: `1e400` (an infinity once parsed) is a −32700 parse error with
+    id null; ACP-TR-06 / ACP-TR-15: a lone surrogate in an id, an alias or a session id comes
+    back as its `\\u` escape. Each used to raise on the connection's reader and end it."""
+    running = start_gateway()
+    client = connect(websocket, running)
+    client.ws.send(r'{"jsonrpc":"2.0","id":1e400,"method":"initialize"}')
+    assert client.recv() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error: number out of range: 1e400"},
+    }
+    client.ws.send(r'{"jsonrpc":"2.0","id":"\udfff","method":"initialize"}')
+    reply = client.recv()
+    assert reply["id"] == "\udfff" and reply["result"]["protocolVersion"] == 1
+    client.ws.send(r'{"jsonrpc":"2.0","id":20,"method":"session/new","params":{"agent":"\ud800"}}')
+    assert client.recv()["error"] == {
+        "code": -32602,
+        "message": "Unknown agent `\ud800` — no [agents.\ud800] entry configured",
+    }
+    client.ws.send(
+        r'{"jsonrpc":"2.0","id":21,"method":"session/load","params":{"sessionId":"\udfff"}}'
+    )
+    assert client.recv()["error"] == {"code": -32000, "message": "Session not found: \udfff"}
+    session = client.new_session()  # the connection is still up, and serves a prompt
+    reply = client.call("session/prompt", {"sessionId": session, "prompt": "hello"})
+    assert reply["result"]["stopReason"] == "end_turn"
+    client.ws.close()
+
+
 @pytest.mark.req("ACP-GW-09")
 def test_binary_frame_that_is_not_utf8_is_dropped(
     websocket: ModuleType, start_gateway: Start

@@ -3,8 +3,11 @@ retries and cancellation (config.md CFG-PROV-04, -06, -08; policy.md POL-ENGINE-
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,6 +189,40 @@ def test_an_http_error_names_provider_and_status_and_never_the_key(
     assert "Incorrect API key provided" in text
     assert KEY not in text and KEY[:12] not in text
     assert len(text) <= len(f"provider main: HTTP {status}: ") + http.EXCERPT_CHARS
+
+
+# A key with the characters JSON, URL and base64 encoders rewrite, and a proxy's Basic header.
+ODD_KEY = "k3y/With+Plus=And/Slash=="
+PROXY_PASSWORD = "pr0xyPa/55w+0rdQ="
+PROXY_AUTH = "Basic " + base64.b64encode(f"bob:{PROXY_PASSWORD}".encode()).decode()
+
+
+@pytest.mark.req("CFG-PROV-08", "CFG-SECRETS-14")
+@pytest.mark.parametrize(
+    "echo",
+    [
+        ODD_KEY.replace("/", "\\/"),  # JSON with `/` escaped
+        ODD_KEY.translate({47: "\\u002F", 43: "\\u002b", 61: "\\u003D"}),  # JSON \u escapes
+        urllib.parse.quote(ODD_KEY, safe=""),  # %2F %2B %3D
+        re.sub("%..", lambda m: m.group().lower(), urllib.parse.quote(ODD_KEY, safe="")),
+        base64.b64encode(f"user:{ODD_KEY}".encode()).decode(),  # the key sent as Basic
+        f"bob:{PROXY_PASSWORD}",  # the proxy's Basic header, decoded
+        urllib.parse.quote(PROXY_PASSWORD, safe=""),
+    ],
+    ids=["json-slash", "json-u", "url", "url-lower", "base64", "basic-decoded", "basic-url"],
+)
+def test_an_http_error_never_echoes_a_secret_in_any_encoding(server: FakeLLM, echo: str) -> None:
+    """CFG-PROV-08: the excerpt is scrubbed of the key however the server spelled it; only the
+    verbatim form used to be removed, so `k3y\\/With+…` or `k3y%2FWith%2B…` got through."""
+    body = '{"error":{"message":"Incorrect API key provided: ' + echo + '","type":"auth"}}'
+    server.queue(Reply(status=401, body=body.encode(), content_type="application/json"))
+    headers = {"x-team": "blue", "Proxy-Authorization": PROXY_AUTH}
+    text = _failure(_provider(server, api_key=ODD_KEY, extra_headers=headers))
+    assert text.startswith('provider main: HTTP 401: {"error":{"message":"Incorrect API key')
+    assert "[REDACTED]" in text and text.endswith('","type":"auth"}}')
+    for secret in (ODD_KEY, PROXY_PASSWORD):
+        for part in re.split(r"[/+=]+", secret):
+            assert len(part) < 4 or part not in text, (part, text)
 
 
 @pytest.mark.req("CFG-PROV-08")

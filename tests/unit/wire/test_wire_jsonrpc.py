@@ -25,6 +25,16 @@ CASES = [
     (b'{"jsonrpc":"1.0","method":"x"}', Invalid, None, None),
     (b"\xff\xfe", Invalid, None, ErrorCode.PARSE_ERROR),
     (b'{"jsonrpc":"2.0","id":1,"method":"x","p":NaN}', Invalid, None, ErrorCode.PARSE_ERROR),
+    # a number no float can hold (Python would read an infinity no reply can carry)
+    (b'{"jsonrpc":"2.0","id":1e400,"method":"initialize"}', Invalid, None, ErrorCode.PARSE_ERROR),
+    (b'{"jsonrpc":"2.0","id":-1e400,"method":"x"}', Invalid, None, ErrorCode.PARSE_ERROR),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":[1e999]}}',
+        Invalid,
+        None,
+        ErrorCode.PARSE_ERROR,
+    ),
+    (b'{"jsonrpc":"1.0","id":1e999,"method":"x"}', Invalid, None, ErrorCode.PARSE_ERROR),
 ]
 
 
@@ -75,3 +85,30 @@ def test_a_well_formed_error_reply_keeps_code_and_message() -> None:
     result = classify(b'{"id":"zc-out-1","error":{"code":-32000,"message":"no"}}')
     assert isinstance(result, Response) and result.error is not None
     assert (result.error.code, result.error.message) == (-32000, "no")
+
+
+@pytest.mark.req("ACP-TR-12", "ACP-ERR-01")
+@pytest.mark.parametrize(
+    "literal",
+    ["1e400", "-1e400", "1e999", "1" + "0" * 400 + ".5e100"],
+    ids=["1e400", "-1e400", "1e999", "long-mantissa"],
+)
+def test_a_number_that_overflows_a_float_is_a_parse_error_with_a_null_id(literal: str) -> None:
+    """ACP-TR-12 / ACP-ERR-01: an id that cannot be represented leaves no id to echo: the
+    −32700 row of Table 14-1, `id` null, and a bounded description of the literal."""
+    result = classify(f'{{"jsonrpc":"2.0","id":{literal},"method":"initialize"}}'.encode())
+    assert isinstance(result, Invalid) and result.id is None and result.reply is not None
+    assert result.reply.code is ErrorCode.PARSE_ERROR
+    assert result.reply.message.startswith("Parse error: number out of range: ")
+    assert len(result.reply.message) < 80
+
+
+@pytest.mark.req("ACP-TR-15")
+@pytest.mark.parametrize("raw", ['"\\udfff"', '"\\ud800x"', '"a\\u0000b"', "1e308", "1e-400"])
+def test_ids_that_python_can_hold_are_kept(raw: str) -> None:
+    """ACP-TR-15: a lone surrogate, a NUL, a large finite float and one that underflows to 0
+    are ids like any other."""
+    import json
+
+    result = classify(f'{{"jsonrpc":"2.0","id":{raw},"method":"m"}}'.encode())
+    assert isinstance(result, Request) and result.id == json.loads(raw)
