@@ -37,6 +37,7 @@ CASES = (
     "mcp_http_echo",
     "mcp_stdio_ready",
     "mcp_import",
+    "sandbox_cost",
 )
 OURS = "ours"
 

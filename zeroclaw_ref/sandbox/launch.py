@@ -199,12 +199,12 @@ def bwrap_argv(plan: Plan, workspace: Path) -> list[str]:
     binds += [(p, "--bind") for p in plan.writable if not p.startswith("/dev/")]
     for path, flag in sorted(binds, key=lambda b: (b[0].count("/"), b[0])):
         argv += [flag, path, path]
+    directories = [m for m in plan.masks if Path(m).is_dir()]
     for mask in plan.masks:
-        if Path(mask).is_dir():
-            argv += ["--tmpfs", mask, "--remount-ro", mask]
-        else:
-            argv += ["--ro-bind", "/dev/null", mask]
-    for root in plan.exposed:
+        argv += ["--tmpfs", mask] if mask in directories else ["--ro-bind", "/dev/null", mask]
+    for root in plan.exposed:  # bound back before the masks turn read-only
         flag = "--bind" if root in plan.writable else "--ro-bind"
         argv += [flag, root, root]
+    for mask in directories:
+        argv += ["--remount-ro", mask]
     return [*argv, "--chdir", str(workspace), "--"]

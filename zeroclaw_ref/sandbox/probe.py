@@ -94,7 +94,7 @@ def _decide(config: SandboxConfig) -> Choice:
     for backend in wanted:
         problem = _PROBES[backend]()
         if problem is None:
-            return Choice(backend)
+            return Choice(backend, "; ".join(problems) or None)
         problems.append(f"{backend}: {problem}")
     text = "; ".join(problems)
     if config.required:
@@ -103,7 +103,7 @@ def _decide(config: SandboxConfig) -> Choice:
 
 
 def _warn_once(config: SandboxConfig, choice: Choice) -> None:
-    if choice.problem is None or choice.problem in _warned:
+    if choice.backend != "none" or choice.problem is None or choice.problem in _warned:
         return
     _warned.add(choice.problem)
     if choice.refusal:

@@ -3,6 +3,7 @@ end of every process, and the Bubblewrap backend."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -112,9 +113,11 @@ def test_describe_reports_the_backend_and_why_a_stronger_one_is_missing(
     monkeypatch.setitem(probe._PROBES, "landlock", lambda: "user namespaces are disabled")
     monkeypatch.setitem(probe._PROBES, "bwrap", lambda: None)
     assert probe.describe(SandboxConfig(required=True)) == {
-        "backend": "bwrap", "required": True, "network": False,
+        "backend": "bwrap",
+        "required": True,
+        "network": False,
         "unavailable": "landlock: user namespaces are disabled",
-    } or probe.describe(SandboxConfig(required=True))["backend"] == "bwrap"  # fmt: skip
+    }
 
 
 # --- the landlock backend, for real -----------------------------------------------------------
@@ -227,10 +230,9 @@ def test_hidden_directories_inside_the_workspace_are_masked_but_nested_roots_sta
     (config / ".secret_key").write_text("SECRET")
     (tmp_path / "private").mkdir()
     (tmp_path / "private" / "key").write_text("FORBIDDEN")
-    profile = AutonomyConfig(level="full", allowed_commands=("*",),
-                             block_high_risk_commands=False, forbidden_paths=(str(tmp_path / "private"),))  # fmt: skip
+    profile = dataclasses.replace(ANY_COMMAND, forbidden_paths=(str(tmp_path / "private"),))
     policy = _policy(tmp_path, hidden=(config, config / "data"), profile=profile, agent_ws=agent_ws)
-    ok, text = _run(policy, "ls -a .zeroclaw; cat .zeroclaw/agents/a/workspace/skill.txt;"
+    _, text = _run(policy, "ls -a .zeroclaw; cat .zeroclaw/agents/a/workspace/skill.txt;"
                             " cat .zeroclaw/.secret_key; ls private; cat private/key;"
                             " echo x > .zeroclaw/new; echo $TMPDIR")  # fmt: skip
     assert "skill-visible" in text
@@ -267,7 +269,7 @@ def test_the_bwrap_backend_confines_the_same_way(tmp_path: Path) -> None:
     (workspace / "detach.py").write_text(DETACH)
     policy = _policy(workspace, "bwrap")
     assert probe.choose(policy.sandbox).backend == "bwrap"
-    ok, text = _run(policy, "cat link; cat .?/outside.txt; ls /proc; echo made > made.txt;"
+    _, text = _run(policy, "cat link; cat .?/outside.txt; ls /proc; echo made > made.txt;"
                             f" python3 detach.py {MARKER}; echo done")  # fmt: skip
     assert "OUTSIDE" not in text and "done" in text, text
     assert (workspace / "made.txt").read_text() == "made\n"
