@@ -90,7 +90,7 @@ def _decide(config: SandboxConfig) -> Choice:
     if config.backend == "none":
         return Choice("none")
     wanted = STRENGTH if config.backend == "auto" else (config.backend,)
-    problems = []
+    problems: list[str] = []
     for backend in wanted:
         problem = _PROBES[backend]()
         if problem is None:
