@@ -3,6 +3,7 @@ end of every process, and the Bubblewrap backend."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -275,3 +276,58 @@ def test_the_bwrap_backend_confines_the_same_way(tmp_path: Path) -> None:
     assert (workspace / "made.txt").read_text() == "made\n"
     assert str(os.getpid()) not in text.split()
     wait_for(lambda: not _survivors(), "bwrap's processes to be gone", 10.0)
+
+
+@pytest.mark.req("ZC-SBX-02", "POL-SHELL-08")
+@pytest.mark.usefixtures("landlock")
+def test_swapping_a_checked_file_for_a_link_during_the_command_leaks_nothing(
+    tmp_path: Path,
+) -> None:
+    """The argument check sees a plain file; a racer swaps it (or its directory) for a link to
+    a secret outside while the command runs. 150 rounds each; the kernel, not the check,
+    decides what the command reads."""
+    workspace = tmp_path / "ws"
+    (workspace / "d").mkdir(parents=True)
+    secret_dir = tmp_path / "outside"
+    secret_dir.mkdir()
+    (secret_dir / "f").write_text("RACED-SECRET")
+    policy = _policy(workspace)
+    stop = threading.Event()
+
+    def racer(target: Path, decoy: Path) -> None:
+        while not stop.is_set():
+            staged = target.with_name(target.name + ".tmp")
+            with contextlib.suppress(OSError):
+                staged.unlink() if staged.is_symlink() or staged.is_file() else None
+                staged.symlink_to(decoy)
+                staged.replace(target)  # atomic: target is now a link outside
+            with contextlib.suppress(OSError):
+                plain = target.with_name(target.name + ".plain")
+                if decoy.is_dir():
+                    plain.mkdir(exist_ok=True)
+                    (plain / "f").write_text("plain")
+                else:
+                    plain.write_text("plain")
+                plain.replace(target)  # and back to a plain entry
+
+    leaks = 0
+    for target, decoy, command in (
+        (workspace / "f", secret_dir / "f", "cat f"),
+        (workspace / "d", secret_dir, "cat d/f"),
+    ):
+        if decoy.is_dir():
+            target.mkdir(exist_ok=True)
+            (target / "f").write_text("plain")
+        else:
+            target.write_text("plain")
+        stop.clear()
+        thread = threading.Thread(target=racer, args=(target, decoy), daemon=True)
+        thread.start()
+        try:
+            for _ in range(150):
+                _, text = _run(policy, command)
+                leaks += "RACED-SECRET" in text
+        finally:
+            stop.set()
+            thread.join(timeout=10)
+    assert leaks == 0
