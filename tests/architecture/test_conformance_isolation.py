@@ -48,11 +48,12 @@ def test_a_copied_oracle_lints_and_runs_without_the_package(tmp_path: Path) -> N
         json.dumps({"ACP-TR-01": {"statement": "s", "spec": "acp.md", "tags": ["zc"]}})
     )
     header = {
-        "format": 1,
+        "format": 2,
         "scenario": "acp/copy/echo",
         "description": "The agent exits cleanly at end of input.",
         "requirements": ["ACP-TR-01"],
         "level": "required",
+        "profile": "zeroclaw",
     }
     scenario = fixtures / "acp" / "copy" / "echo.jsonl"
     scenario.write_text(json.dumps(header) + '\n{"note":"nothing is sent"}\n')

@@ -38,7 +38,7 @@ def corpus(
     (fixtures / "requirements.json").write_text(json.dumps(rows))
     (fixtures / "coverage-exemptions.txt").write_text("# header\n" + exemptions)
     for name, (level, ids) in cited.items():
-        header = {"format": 1, "scenario": f"acp/cov/{name}", "level": level, "requirements": ids}
+        header = {"format": 2, "scenario": f"acp/cov/{name}", "level": level, "requirements": ids}
         (fixtures / "acp" / "cov" / f"{name}.jsonl").write_text(json.dumps(header) + "\n{}\n")
     return fixtures
 

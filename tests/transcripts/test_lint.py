@@ -14,13 +14,15 @@ FIXTURES = REPO / "fixtures"
 SPEC = REPO.parent / "shared" / "spec"
 
 HEADER = {
-    "format": 1,
+    "format": 2,
     "scenario": "acp/lint/case",
     "description": "The agent answers the handshake.",
     "requirements": ["ACP-TR-01"],
     "level": "required",
+    "profile": "zeroclaw",
 }
 SEND = {"send": {"jsonrpc": "2.0", "id": 1, "method": "initialize"}}
+NEW = {"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}}
 EXPECT = {"expect": {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "${sid:uuid}"}}}
 
 
@@ -87,7 +89,24 @@ CASES: list[tuple[str, str, str]] = [
         "TX-HEADER-02",
     ),
     ("no-requirements", lines(with_header(requirements=[]), SEND), "TX-HEADER-03"),
-    ("future-format", lines(with_header(format=2), SEND), "TX-HEADER-05"),
+    ("future-format", lines(with_header(format=3), SEND), "TX-HEADER-05"),
+    ("format-1-has-no-profile", lines(with_header(format=1), SEND), "TX-HEADER-05"),
+    ("no-profile", lines(with_header(profile=None), SEND), "TX-PROFILE-01"),
+    ("unknown-profile", lines(with_header(profile="base"), SEND), "TX-PROFILE-01"),
+    (
+        "acp-profile-with-config",
+        lines(with_header(profile="acp", setup={"config": "[agents.main]\n"}), SEND),
+        "TX-PROFILE-02",
+    ),
+    (
+        "acp-profile-needs-a-hook",
+        lines(with_header(profile="acp", needs=["model"]), SEND),
+        "TX-PROFILE-02",
+    ),
+    ("acp-profile-without-initialize", lines(with_header(profile="acp"), NEW), "TX-PROFILE-02"),
+    ("unknown-need", lines(with_header(needs=["sessionCapabilities.fork"]), SEND), "TX-NEEDS-01"),
+    ("needs-not-strings", lines(with_header(needs="loadSession"), SEND), "TX-NEEDS-01"),
+    ("need-without-initialize", lines(with_header(needs=["loadSession"]), NEW), "TX-NEEDS-03"),
     ("bad-level", lines(with_header(level="nice"), SEND), "TX-HEADER-04"),
     ("outside-support", lines(with_header(setup={"model": "acp/x.json"}), SEND), "TX-HEADER-06"),
     ("lower-in-setup", lines(with_header(setup={"env": {"X": "${sid}"}}), SEND), "TX-HEADER-07"),
@@ -148,6 +167,17 @@ def test_a_clean_scenario_passes_lint_and_exits_zero(tmp_path: Path) -> None:
     path.write_text(lines(HEADER, SEND, EXPECT, {"send": {"s": "${sid}", "x": "$${x-y} costs $5"}}))
     assert lint_paths(fixtures, [path], None) == []
     assert run_lint(fixtures, [path], None) == 0
+
+
+@pytest.mark.req("TX-PROFILE-01", "TX-PROFILE-02", "TX-NEEDS-01", "TX-NEEDS-03")
+def test_an_acp_scenario_that_needs_a_capability_and_begins_with_initialize_is_clean(
+    tmp_path: Path,
+) -> None:
+    fixtures = make_corpus(tmp_path)
+    path = fixtures / "acp" / "lint" / "case.jsonl"
+    head = with_header(profile="acp", needs=["loadSession", "sessionCapabilities.close"])
+    path.write_text(lines(head, SEND, EXPECT, NEW))
+    assert lint_paths(fixtures, [path], None) == []
 
 
 def test_corpus_level_rules_find_orphans_strays_and_bad_xfail_lines(tmp_path: Path) -> None:

@@ -77,11 +77,12 @@ def write_scenario(
     path.parent.mkdir(parents=True, exist_ok=True)
     (fixtures / "VERSION").write_text("1.0\n")
     head = {
-        "format": 1,
+        "format": 2,
         "scenario": f"acp/oracle/{name}",
         "description": "The fake agent behaves as the scenario says.",
         "requirements": ["ACP-TR-01"],
         "level": "required",
+        "profile": "zeroclaw",
         "timeouts": {"expect": 5, "exit": 5},
         **header,
     }

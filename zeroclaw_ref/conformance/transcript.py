@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .jsonlex import JSON, JsonError, Real, loads
+from .profiles import capability_needs, check_header, first_send_is_initialize
 
-FORMAT_MAJOR = 1
+FORMAT_MAJOR = 2
 PROTOCOLS = ("acp", "mcp", "policy", "config")
 LEVELS = ("required", "optional", "informational")
 TRANSPORTS = ("stdio", "http", "sse")
@@ -29,7 +30,7 @@ HOST_ENV = frozenset(
 )
 HEADER_MEMBERS = frozenset(
     {"format", "scenario", "description", "requirements", "level", "setup", "channels"}
-    | {"tags", "timeouts", "ignore", "timing", "record"}
+    | {"tags", "timeouts", "ignore", "timing", "record", "profile", "needs"}
 )
 SETUP_MEMBERS = frozenset({"config", "config_dir", "model", "workspace", "env"})
 CHANNEL_OPTIONS: Mapping[str, frozenset[str]] = {
@@ -111,6 +112,8 @@ class Scenario:
     timeout_expect: float = 5.0
     timeout_exit: float = 5.0
     ignore: tuple[str, ...] = ()
+    profile: str = "zeroclaw"
+    needs: tuple[str, ...] = ()
 
 
 def display_path(path: Path, fixtures: Path) -> str:
@@ -212,6 +215,7 @@ def load(path: Path, fixtures: Path, data: bytes | None = None) -> Scenario:
     frames = tuple(
         f for n, obj in enumerate(lines[1:], 2) if (f := _frame(n, obj, scenario, out)) is not None
     )
+    _check_opening(scenario, frames, out)
     if out.problems:
         raise TranscriptError(out.problems)
     return Scenario(
@@ -230,7 +234,19 @@ def load(path: Path, fixtures: Path, data: bytes | None = None) -> Scenario:
         timeout_expect=scenario.timeout_expect,
         timeout_exit=scenario.timeout_exit,
         ignore=scenario.ignore,
+        profile=scenario.profile,
+        needs=scenario.needs,
     )
+
+
+def _check_opening(sc: Scenario, frames: tuple[Frame, ...], out: _Collector) -> None:
+    """[TX-PROFILE-02] [TX-NEEDS-03] who is judged on capabilities begins with initialize."""
+    if first_send_is_initialize((f.verb, f.ch, f.value) for f in frames):
+        return
+    if sc.profile == "acp":
+        out.add(1, "TX-PROFILE-02", "an acp scenario's first message on acp is initialize")
+    elif capability_needs(sc.needs):
+        out.add(1, "TX-NEEDS-03", "a scenario that needs a capability begins with initialize")
 
 
 def _check_path(path: Path, fixtures: Path, out: _Collector) -> None:
@@ -318,6 +334,7 @@ def _header(
         setup = {}
     _check_setup(setup, fixtures, out)
     channels = _channels(header.get("channels", {}), out)
+    profile, needs = check_header(header, setup, len(channels), out.add)
     return Scenario(
         path=path,
         fixtures=fixtures,
@@ -334,6 +351,8 @@ def _header(
         timeout_expect=limits["expect"],
         timeout_exit=limits["exit"],
         ignore=ignore,
+        profile=profile,
+        needs=needs,
     )
 
 

@@ -245,11 +245,12 @@ def http_scenario(tmp_path: Path) -> tuple[Path, Path]:
     path.parent.mkdir(parents=True)
     (fixtures / "VERSION").write_text("1.0\n")
     header = {
-        "format": 1,
+        "format": 2,
         "scenario": "mcp/oracle/http-request",
         "description": "The fake agent lists tools over HTTP.",
         "requirements": ["MCP-DISC-02"],
         "level": "required",
+        "profile": "zeroclaw-mcp",
         "setup": {"env": {"MCP_URL": "${URL_WEB}"}},
         "timeouts": {"expect": 5, "exit": 1},  # a failed fake agent still waits on its POST
         "channels": {"web": {"role": "mcp-server", "transport": "http"}},

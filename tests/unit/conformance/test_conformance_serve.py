@@ -189,11 +189,12 @@ def scenario(sid: str) -> Scenario:
 def write_scenario(root: Path, name: str, frames: list[dict[str, JSON]]) -> Path:
     """A scenario acp/serve-test/<name> in a scratch corpus; returns its file."""
     header = {
-        "format": 1,
+        "format": 2,
         "scenario": f"acp/serve-test/{name}",
         "description": "A scratch scenario for the serve tests runs.",
         "requirements": ["TX-SERVE-01"],
         "level": "required",
+        "profile": "zeroclaw",
     }
     (root / "VERSION").write_text("1.2\n", encoding="utf-8")
     path = root / "acp" / "serve-test" / f"{name}.jsonl"

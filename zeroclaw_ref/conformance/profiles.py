@@ -1,0 +1,131 @@
+"""Profiles and needs: which agents a scenario can judge ([TX-PROFILE-01] to [TX-NEEDS-04]).
+
+Every scenario names one profile. ``acp`` scenarios hold for any agent that
+follows base ACP v1: they use no host hook and begin with ``initialize``.
+``zeroclaw`` scenarios pin what ZeroClaw adds on ACP (string prompts, config,
+the demo and scripted models...), and ``zeroclaw-mcp`` those that also play
+fake MCP servers.
+
+A scenario's *needs* are the agent capabilities (dotted paths below the
+``agentCapabilities`` of the ``initialize`` result) and the host hooks it
+relies on. Hooks follow from ``setup`` and ``channels`` by themselves; the
+header member ``needs`` adds capabilities, or a hook nothing in ``setup``
+shows. A need that the agent lacks makes the verdict ``not-applicable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from .jsonlex import JSON
+
+PROFILES = ("acp", "zeroclaw", "zeroclaw-mcp")
+# [TX-NEEDS-01] the hooks of transcripts.md §7 an agent may or may not honour
+HOOKS = ("config", "model", "workspace")
+# [TX-NEEDS-01] capabilities of the ACP v1 stable schema a scenario may need
+CAPABILITIES = (
+    "loadSession",
+    "promptCapabilities.image",
+    "promptCapabilities.audio",
+    "promptCapabilities.embeddedContext",
+    "mcpCapabilities.http",
+    "mcpCapabilities.sse",
+    "sessionCapabilities.close",
+    "sessionCapabilities.list",
+    "sessionCapabilities.resume",
+)
+NEEDS = HOOKS + CAPABILITIES
+
+Report = Callable[[int, str, str], None]
+
+
+def implied_hooks(setup: Mapping[str, JSON], channel_count: int) -> frozenset[str]:
+    """[TX-NEEDS-02] hooks that the setup and the peer channels rely on."""
+    hooks: set[str] = set()
+    if "config" in setup or "config_dir" in setup or channel_count:
+        hooks.add("config")
+    if "model" in setup:
+        hooks.add("model")
+    if "workspace" in setup:
+        hooks.add("workspace")
+    return frozenset(hooks)
+
+
+def check_header(
+    header: Mapping[str, JSON], setup: Mapping[str, JSON], channel_count: int, add: Report
+) -> tuple[str, tuple[str, ...]]:
+    """Validate ``profile`` and ``needs``; return them (defaults when invalid)."""
+    profile = header.get("profile")
+    if "profile" not in header:
+        add(1, "TX-PROFILE-01", "header lacks 'profile'")
+        profile = "zeroclaw"
+    elif not isinstance(profile, str) or profile not in PROFILES:
+        add(1, "TX-PROFILE-01", f"profile must be one of {', '.join(PROFILES)}")
+        profile = "zeroclaw"
+    raw = header.get("needs", [])
+    needs: tuple[str, ...] = ()
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        add(1, "TX-NEEDS-01", "needs must be an array of strings")
+    else:
+        needs = tuple(n for n in raw if isinstance(n, str))
+        for name in needs:
+            if name not in NEEDS:
+                add(1, "TX-NEEDS-01", f"unknown need {name!r} (known: {', '.join(NEEDS)})")
+        if len(set(needs)) != len(needs):
+            add(1, "TX-NEEDS-01", "needs must be distinct")
+    if profile == "acp":
+        # [TX-PROFILE-02] base ACP: no host hook, whatever setup says or needs ask
+        used = implied_hooks(setup, channel_count) | (set(needs) & set(HOOKS))
+        if used:
+            add(1, "TX-PROFILE-02", f"an acp scenario uses no host hook; it uses {sorted(used)}")
+    return profile, needs
+
+
+def capability_needs(needs: Iterable[str]) -> tuple[str, ...]:
+    return tuple(n for n in needs if n in CAPABILITIES)
+
+
+def all_needs(needs: Iterable[str], setup: Mapping[str, JSON], channel_count: int) -> list[str]:
+    """The scenario's effective needs: hooks implied by setup, then the declared ones."""
+    out = sorted(implied_hooks(setup, channel_count))
+    out += [n for n in needs if n not in out]
+    return out
+
+
+def has_capability(capabilities: JSON, name: str) -> bool:
+    """[TX-NEEDS-03] a dotted path is offered when its value is present, not null, not false."""
+    value: JSON = capabilities
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return value is not None and value is not False
+
+
+def missing(needs: Iterable[str], hooks: frozenset[str], capabilities: JSON | None) -> list[str]:
+    """Needs the agent does not meet; capabilities are judged only once known."""
+    lacking: list[str] = []
+    for name in needs:
+        if name in HOOKS and name not in hooks:
+            lacking.append(f"hook {name}")
+        elif (
+            name in CAPABILITIES
+            and capabilities is not None
+            and not has_capability(capabilities, name)
+        ):
+            lacking.append(f"capability {name}")
+    return lacking
+
+
+def first_send_is_initialize(frames: Iterable[tuple[str, str, JSON]]) -> bool:
+    """Whether the first message a scenario writes on ``acp`` is an initialize request."""
+    for verb, ch, value in frames:
+        if ch != "acp" or verb not in ("send", "send_raw"):
+            continue
+        return (
+            verb == "send"
+            and isinstance(value, dict)
+            and value.get("method") == "initialize"
+            and "id" in value
+        )
+    return False
