@@ -277,7 +277,7 @@ def _confined(opts: Options) -> int:
         try:
             _inside(opts)
         except (SetupError, OSError) as exc:
-            os.write(2, f"zeroclaw sandbox: {exc}\n".encode())
+            os.write(2, f"zeroclaw sandbox: {exc}\n".encode("utf-8", "replace"))
         os._exit(SETUP_FAILED)
     while True:
         try:
@@ -314,9 +314,11 @@ def _serve_one(reply: int, stdio: list[int], request: bytes) -> None:
     os.closerange(reply + 1, 1 << 20)
     os.write(reply, f"pid {os.getpid()}\n".encode())
     try:
-        code = _status_code(_confined(Options(request.decode().split("\0"))))
+        code = _status_code(
+            _confined(Options(request.decode("utf-8", "surrogateescape").split("\0")))
+        )
     except (SetupError, OSError) as exc:
-        os.write(2, f"zeroclaw sandbox: {exc}\n".encode())
+        os.write(2, f"zeroclaw sandbox: {exc}\n".encode("utf-8", "replace"))
         code = SETUP_FAILED
     os.write(reply, f"exit {code}\n".encode())
     while os.read(reply, 64):

@@ -124,7 +124,8 @@ class ForkServer:
 
     def run(self, words: list[str], stdin: int, stdout: int, stderr: int) -> Confined:
         """Start one confined command; the descriptors are the caller's to close."""
-        payload = "\0".join(words).encode()
+        # Paths and values that are not UTF-8 travel as the bytes they are (surrogateescape).
+        payload = "\0".join(words).encode("utf-8", "surrogateescape")
         for attempt in (1, 2):
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             try:

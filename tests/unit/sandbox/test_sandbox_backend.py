@@ -331,3 +331,13 @@ def test_swapping_a_checked_file_for_a_link_during_the_command_leaks_nothing(
             stop.set()
             thread.join(timeout=10)
     assert leaks == 0
+
+
+@pytest.mark.req("ZC-SBX-01")
+@pytest.mark.usefixtures("landlock")
+def test_a_workspace_whose_name_is_not_utf8_is_confined_too(tmp_path: Path) -> None:
+    workspace = tmp_path / os.fsdecode(b"ws-\xff")
+    workspace.mkdir()
+    (workspace / "inside.txt").write_text("inside-ok")
+    ok, text = _run(_policy(workspace), "cat inside.txt; pwd")
+    assert ok and "inside-ok" in text, text
