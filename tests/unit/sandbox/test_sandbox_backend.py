@@ -341,3 +341,28 @@ def test_a_workspace_whose_name_is_not_utf8_is_confined_too(tmp_path: Path) -> N
     (workspace / "inside.txt").write_text("inside-ok")
     ok, text = _run(_policy(workspace), "cat inside.txt; pwd")
     assert ok and "inside-ok" in text, text
+
+
+@pytest.mark.req("ZC-SBX-01")
+@pytest.mark.usefixtures("landlock")
+def test_concurrent_commands_each_get_their_own_output_and_status(tmp_path: Path) -> None:
+    """The gateway runs many sessions: one fork server serves them all, each request with its
+    own reply socket and streams."""
+    policy = _policy(tmp_path)
+    results: dict[int, tuple[bool, str]] = {}
+
+    def one(n: int) -> None:
+        results[n] = _run(policy, f"echo out-{n}; echo err-{n} >&2; exit {n % 3}")
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(results) == list(range(12))
+    for n, (ok, text) in results.items():
+        assert ok == (n % 3 == 0), text
+        assert f"out-{n}" in text and f"err-{n}" in text
+        assert not any(f"out-{m}\n" in text for m in range(12) if m != n)
+        if not ok:
+            assert text.startswith(f"Command exited with status {n % 3}")
