@@ -174,21 +174,51 @@ def _enter_namespaces(own_network_namespace: bool) -> None:
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
 
-def _mask(path: str, exposed: list[str]) -> None:
-    """An empty read-only tmpfs over `path` (a file gets /dev/null), with the allowed roots
-    that lie inside it bound back in."""
-    if not os.path.isdir(path):
-        _mount("/dev/null", path, None, MS_BIND, None)
-        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+def _apply_masks(masks: list[str], exposed: list[str]) -> None:
+    """Hide each mask (outermost first) under an empty read-only directory (a file under
+    /dev/null), binding back the allowed paths inside it that lie in no deeper mask.
+
+    Why one tmpfs for all of them: the kernel tears each file-system instance down when the
+    sandbox ends, which costs about 0.3 ms apiece; bind mounts of one instance cost almost
+    nothing. The instance is mounted on the first masked directory, each mask gets its own
+    subdirectory of it bound over it (where the mount points of its bound-back paths are
+    made), and the instance turns read-only once all are in place.
+    """
+    directories = [m for m in masks if os.path.isdir(m)]
+    for path in masks:
+        if path not in directories:
+            _mount("/dev/null", path, None, MS_BIND, None)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+    if not directories:
         return
-    inside = [e for e in exposed if e.startswith(path.rstrip("/") + "/")]
-    handles = [os.open(e, os.O_PATH | os.O_CLOEXEC) for e in inside]
-    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755")
-    for root, fd in zip(inside, handles, strict=True):
-        os.makedirs(root, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", root, None, MS_BIND | MS_REC, None)
-        os.close(fd)
-    _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    plan = []
+    for path in directories:
+        deeper = [m for m in directories if _under(m, path)]
+        inside = [e for e in exposed if _under(e, path) and not any(_under(e, d) for d in deeper)]
+        plan.append((path, inside, [os.open(e, os.O_PATH | os.O_CLOEXEC) for e in inside]))
+    _mount("tmpfs", directories[0], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755")
+    # The instance is reached through a descriptor from now on: the first bind covers its root.
+    instance = os.open(directories[0], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    for number in range(len(plan)):
+        os.mkdir(f"/proc/self/fd/{instance}/{number}", 0o755)
+    for number, (path, inside, handles) in enumerate(plan):
+        _mount(f"/proc/self/fd/{instance}/{number}", path, None, MS_BIND, None)
+        for root, fd in zip(inside, handles, strict=True):
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(root, exist_ok=True)
+            else:  # a file needs a file to be mounted on
+                os.makedirs(os.path.dirname(root), exist_ok=True)
+                os.close(os.open(root, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+            _mount(f"/proc/self/fd/{fd}", root, None, MS_BIND | MS_REC, None)
+            os.close(fd)
+    os.close(instance)
+    # Every view is of one instance: remounting it read-only turns them all read-only.
+    _mount(None, directories[0], None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           "size=64k,mode=0755")  # fmt: skip
+
+
+def _under(path: str, parent: str) -> bool:
+    return path.startswith(parent.rstrip("/") + "/")
 
 
 def _loopback_up() -> None:
@@ -253,8 +283,7 @@ def _inside(opts: Options) -> None:
     _check(_libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0), "prctl(PDEATHSIG)")
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    for path in opts.masks:
-        _mask(path, opts.exposed)
+    _apply_masks(opts.masks, opts.exposed)  # outermost first (the plan's order)
     if opts.own_network_namespace:
         _loopback_up()
     restrict(opts.read_only, opts.writable, opts.network)

@@ -188,6 +188,10 @@ def _prove_landlock(security: SecurityPolicy) -> probe.Choice:
     return probe.choose(security.sandbox)
 
 
+def _inside(path: str, parent: str) -> bool:
+    return path.startswith(parent.rstrip("/") + "/")
+
+
 def bwrap_argv(plan: Plan, workspace: Path) -> list[str]:
     """The Bubblewrap command line for `plan` (before the command itself)."""
     argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
@@ -199,10 +203,12 @@ def bwrap_argv(plan: Plan, workspace: Path) -> list[str]:
     binds += [(p, "--bind") for p in plan.writable if not p.startswith("/dev/")]
     for path, flag in sorted(binds, key=lambda b: (b[0].count("/"), b[0])):
         argv += [flag, path, path]
-    directories = [m for m in plan.masks if Path(m).is_dir()]
-    for mask in plan.masks:
+    masks = [m for m in plan.masks if m not in plan.outside]  # a new root hides the rest
+    directories = [m for m in masks if Path(m).is_dir()]
+    for mask in masks:
         argv += ["--tmpfs", mask] if mask in directories else ["--ro-bind", "/dev/null", mask]
-    for root in plan.exposed:  # bound back before the masks turn read-only
+    for root in (e for e in plan.exposed if any(_inside(e, m) for m in masks)):
+        # bound back before the masks turn read-only
         flag = "--bind" if root in plan.writable else "--ro-bind"
         argv += [flag, root, root]
     for mask in directories:

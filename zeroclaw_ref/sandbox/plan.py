@@ -50,6 +50,9 @@ class Plan:
     # System entries that are symbolic links (merged /usr: /bin -> usr/bin), for backends that
     # build a new root instead of filtering the real one.
     links: Links = ()
+    # The masks that hide the rest of the file system (KEEP_TOP), for backends that filter the
+    # real root; a backend that builds a new root (bwrap) leaves them out.
+    outside: tuple[str, ...] = ()
 
 
 def _real(path: Path | str) -> str | None:
@@ -109,8 +112,11 @@ def make_plan(security: SecurityPolicy, private_tmp: Path, environment: dict[str
     read_only.append("/proc")  # the sandbox's own /proc: only its processes
     devices = [d for d in DEVICES if Path(d).exists()]
     allowed_roots = [Path(p) for p in (*writable, *roots)]
-    masks = _masks(security, allowed_roots) + list(_etc_masks())
-    exposed = sorted({str(r) for r in allowed_roots if any(is_within(r, Path(m)) for m in masks)})
+    outside = _outside_masks()
+    hidden = _masks(security, allowed_roots) + list(_etc_masks())
+    allowed = _dedupe([*writable, *read_only])
+    masks = _irredundant([*outside, *hidden], allowed)
+    exposed = sorted({a for a in allowed if any(a != m and _within(a, m) for m in masks)})
     return Plan(
         read_only=tuple(_dedupe(read_only)),
         writable=tuple(_dedupe([*writable, *devices])),
@@ -118,7 +124,47 @@ def make_plan(security: SecurityPolicy, private_tmp: Path, environment: dict[str
         exposed=tuple(exposed),
         network=security.sandbox.network,
         links=links,
+        outside=tuple(m for m in masks if m in outside),
     )
+
+
+# Top-level directories a command may need to see; every other one is masked, so that what
+# the allow-list cannot govern (connecting to a UNIX socket such as /run/docker.sock, or one in
+# /tmp, is not a file access) is out of sight. Allowed paths inside a mask are bound back.
+KEEP_TOP = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc",
+                      "dev"})  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _outside_masks() -> tuple[str, ...]:
+    out = []
+    for name in _listing("/"):
+        path = Path("/") / name
+        if name not in KEEP_TOP and path.is_dir() and not path.is_symlink():
+            out.append(str(path))
+    return tuple(out)
+
+
+def _irredundant(masks: list[str], allowed: list[str]) -> list[str]:
+    """The masks in mount order (outermost first), without those already hidden: a mask inside
+    another one is redundant unless an allowed path bound back into the outer one contains it."""
+    ordered = sorted(set(masks), key=lambda p: (p.count("/"), p))
+    kept: list[str] = []
+    for mask in ordered:
+        covered = any(
+            _within(mask, outer)
+            and not any(_within(mask, a) and _within(a, outer) for a in allowed)
+            for outer in kept
+        )
+        if not covered:
+            kept.append(mask)
+    return kept
+
+
+def _within(path: str, root: str) -> bool:
+    """Component-wise containment on canonical path strings (faster than Path here: a plan
+    is made for every command)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _masks(security: SecurityPolicy, roots: list[Path]) -> list[str]:
@@ -148,9 +194,7 @@ def _masks(security: SecurityPolicy, roots: list[Path]) -> list[str]:
             continue
         if any(path != root and is_within(path, root) for root in roots):
             out.append(str(path))
-    ordered = sorted(set(out), key=lambda p: (p.count("/"), p))
-    # A mask inside another one is already hidden (and its mount point no longer exists).
-    return [m for m in ordered if not any(o != m and is_within(Path(m), Path(o)) for o in ordered)]
+    return out
 
 
 @functools.lru_cache(maxsize=1)

@@ -250,7 +250,10 @@ def test_the_plan_masks_only_inside_allowed_roots_and_hides_etc_secrets(tmp_path
     policy = _policy(workspace, profile=profile)
     plan = make_plan(policy, tmp_path / "t", {"PATH": "/usr/bin:/bin:/", "HOME": str(tmp_path)})
     assert str(workspace / "inner") in plan.masks
-    assert "/tmp" not in plan.masks  # it contains the workspace: allowed roots win
+    # /tmp contains the workspace: as a forbidden path it is not masked (allowed roots win), but
+    # as a directory outside every allowed tree it is hidden, the workspace bound back into it.
+    assert "/tmp" in plan.outside and str(workspace) in plan.exposed
+    assert "/tmp" not in [m for m in plan.masks if m not in plan.outside]
     assert "/" not in plan.read_only and str(tmp_path) not in plan.read_only
     assert str(workspace) in plan.writable and "/etc" in plan.read_only
     assert set(etc_secrets()) <= set(plan.masks)
@@ -366,3 +369,34 @@ def test_concurrent_commands_each_get_their_own_output_and_status(tmp_path: Path
         assert not any(f"out-{m}\n" in text for m in range(12) if m != n)
         if not ok:
             assert text.startswith(f"Command exited with status {n % 3}")
+
+
+@pytest.mark.req("ZC-SBX-10")
+@pytest.mark.parametrize("backend", ["landlock", "bwrap"])
+def test_unix_sockets_outside_the_allowed_trees_are_out_of_reach(
+    tmp_path: Path, backend: str
+) -> None:
+    """Connecting to a UNIX socket is no file access, so an allow-list of reads alone would
+    not stop it (think /run/docker.sock or an ssh-agent socket); the rest of the file system
+    is hidden, and abstract sockets are scoped to the sandbox."""
+    require_peer(backend)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside_path = str(tmp_path / "agent.sock")
+    abstract = f"\0zc-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX) as outside, socket.socket(socket.AF_UNIX) as hidden:
+        outside.bind(outside_path)
+        outside.listen()
+        hidden.bind(abstract)
+        hidden.listen()
+        (workspace / "targets.txt").write_text(f"{outside_path}\n@{abstract[1:]}")
+        (workspace / "sock.py").write_text(
+            "import socket\n"
+            "for t in open('targets.txt').read().split('\\n'):\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    try: s.connect(t.replace('@', '\\0', 1)); print('CONNECTED', t)\n"
+            "    except OSError as e: print('REFUSED', t, e.errno)\n"
+        )
+        ok, text = _run(_policy(workspace, backend), "python3 sock.py")
+    assert ok, text
+    assert "CONNECTED" not in text and text.count("REFUSED") == 2, text
