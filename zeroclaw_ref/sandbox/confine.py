@@ -36,7 +36,7 @@ Exit status 125 with one `zeroclaw sandbox: ...` line on stderr means the confin
 not be set up; the command was not run.
 """
 
-# ruff: noqa: PTH103, PTH112
+# ruff: noqa: PTH102, PTH103, PTH112, PTH120
 # (pathlib is not imported here: each module this program imports delays every command.)
 
 import ctypes
