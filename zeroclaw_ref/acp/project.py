@@ -229,12 +229,17 @@ class TurnProjector:
             self.emit(self._tool_call_update(call_id, name, text, w.STATUS_FAILED))
         self.open_calls.clear()
 
-    def turn_cancelled(self) -> None:
-        """[ACP-UPD-26] the synthetic call that precedes a cancelled result (Table 5-1)."""
+    def turn_cancelled(self, suffix: str) -> None:
+        """[ACP-UPD-26] the synthetic call that precedes a cancelled result (Table 5-1).
+
+        Its id is `turn-cancelled-<sessionId>-<suffix>`, not Table 5-1's bare
+        `turn-cancelled-<sessionId>`: ACP wants every tool call id of a session to be unique,
+        and a session may be cancelled more than once (fixtures/CONTRACT.md, divergences).
+        """
         self.emit(
             {
                 "sessionUpdate": w.UPDATE_TOOL_CALL,
-                "toolCallId": f"turn-cancelled-{self.session_id}",
+                "toolCallId": f"turn-cancelled-{self.session_id}-{suffix}",
                 "name": "turn-cancelled",
                 "title": "turn-cancelled",
                 "kind": w.KIND_THINK,

@@ -65,6 +65,7 @@ class ServerOptions:
     connection_agent: str | None = None  # gateway `?agent=` (ACP-NEW-06); None on stdio
     # [CFG-LOAD-10] the current snapshot, asked for as each session is built; None: `config`
     config_source: Callable[[], ConfigSnapshot] | None = None
+    list_page_size: int = 50  # [ZC-LIST-03] sessions per session/list page (tests set fewer)
 
 
 class AcpServer:
@@ -102,6 +103,9 @@ class AcpServer:
             w.METHOD_SESSION_UPDATE: self._session_event,
             w.METHOD_SESSION_EVENT: self._session_event,
         }
+        if store is not None:  # [ZC-LIST-01] [ZC-DEL-01] offered, and advertised, with a store
+            methods[w.METHOD_SESSION_LIST] = self._session_list
+            methods[w.METHOD_SESSION_DELETE] = self._session_delete
         self.endpoint = Endpoint(methods, send_line)
 
     @property
@@ -127,7 +131,13 @@ class AcpServer:
             "mcpCapabilities": {"http": False, "sse": False},
         }
         if self.store is not None:
-            capabilities["sessionCapabilities"] = {"resume": {}, "close": {}}
+            # [ZC-LIST-01] [ZC-DEL-01] list and delete join resume and close (CONTRACT.md)
+            capabilities["sessionCapabilities"] = {
+                "resume": {},
+                "close": {},
+                "list": {},
+                "delete": {},
+            }
         meta: JSONObject = {}
         model = next(
             (p.model for p in self.config.providers.values() if p.model.strip()), None
@@ -252,6 +262,7 @@ class AcpServer:
             self._forget,
             history=seed.history if seed else None,
             persist=self._persist if self.store is not None else None,
+            ids=self.ids,
         )
         approver.attach(session.send_out_of_band)
         with self._lock:
@@ -390,6 +401,33 @@ class AcpServer:
             updates = [t.updates_json for t in stored.turns]
             for update in replay_updates(updates, workspace):  # [ACP-LOAD-09..12]
                 self._send_update(session_id, dumps(update))
+
+    # --- session/list, session/delete (stable ACP v1; acp/listing.py) ---------------------
+
+    def _session_list(self, call: Call) -> JSON:
+        """[ZC-LIST-02..05] one page of the stored sessions, active ones included."""
+        from .listing import list_sessions
+
+        assert self.store is not None  # registered only with a store
+        return list_sessions(self.store, call.params, self.options.list_page_size)
+
+    def _session_delete(self, call: Call) -> JSON:
+        """[ZC-DEL-01..03] delete a stored session unless this server is using it."""
+        from .listing import delete_session
+
+        assert self.store is not None  # registered only with a store
+        session_id = session_id_of(call.params)
+        with self._lock:
+            in_use = (
+                session_id in self._active
+                or session_id in self._draining
+                or session_id in self._restoring
+            )
+        if in_use:  # [ZC-DEL-02]
+            raise RpcError.invalid_params(
+                f"Session is active: {session_id}. Call session/close before session/delete."
+            )
+        return delete_session(self.store, session_id)
 
     # --- inbound session/update, session/event (acp.md §5.8) -------------------------------
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.clock import Clock
+from zeroclaw_ref.core.ids import IdFactory, RandomIds
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
 from zeroclaw_ref.core.scrub import clean_output
 from zeroclaw_ref.engine.events import Cancelled, Completed, Failed, FailureKind, TurnOutcome
@@ -115,8 +116,10 @@ class AcpSession:
         on_gone: Callable[[AcpSession], None],
         history: list[JSONObject] | None = None,
         persist: Callable[[str, str, str, str | None], None] | None = None,
+        ids: IdFactory | None = None,
     ) -> None:
         self.id = session_id
+        self._ids: IdFactory = ids if ids is not None else RandomIds()
         self.workspace = workspace
         self.execution = execution
         self._engine = engine
@@ -268,7 +271,8 @@ class AcpSession:
             self._end(job, lambda: job.call.reply(result))
         elif isinstance(outcome, Cancelled):
             projector.close_open_calls(CANCEL_MARKER)  # [ACP-UPD-17]
-            projector.turn_cancelled()  # [ACP-UPD-26]
+            # [ACP-UPD-26] with a fresh suffix: tool call ids are unique within a session
+            projector.turn_cancelled(self._ids.new("turn-cancelled"))
             cancelled: JSONObject = {
                 "sessionId": self.id,
                 "stopReason": w.STOP_CANCELLED,

@@ -23,6 +23,8 @@ SPEC_ITEM = re.compile(r"\s*(?:[-*]|\d+\.)\s+\*\*(?P<id>[A-Z]+-[A-Z0-9]+-[0-9]+)
 TAG = re.compile(r"\s*\[(?P<tag>[^\]]*)\]")
 WITHDRAWN = re.compile(r"\s*Withdrawn: superseded by")
 LINE = re.compile(r"(?P<id>\S+)\s+#\s*(?P<why>\S.*)")
+# The `spec` of a project-own requirement (ZC-…): stated by the manifest itself, in no document.
+PROJECT = "project"
 
 
 class CoverageInputError(Exception):

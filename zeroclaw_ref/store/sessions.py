@@ -80,6 +80,17 @@ class SessionRow:
     last_activity: str
 
 
+@dataclass(frozen=True, slots=True)
+class ListedSession:
+    """One session of a `session/list` page, with the position a cursor resumes after."""
+
+    row_id: int
+    session_id: str
+    agent_alias: str
+    workspace_dir: str
+    last_activity: str
+
+
 def store_path(data_dir: Path) -> Path:
     """Where the session store lives under a data dir (ACP-STORE-01)."""
     return data_dir / SESSIONS_DIR / STORE_FILE
@@ -320,6 +331,48 @@ class SessionStore:
                 agent_alias=_text(row[1], "agent_alias"),
                 workspace_dir=_text(row[2], "workspace_dir"),
                 last_activity=_text(row[3], "last_activity"),
+            )
+            for row in rows
+        ]
+
+    def list_page(
+        self,
+        workspaces: tuple[str, ...] | None,
+        after: tuple[str, int] | None,
+        limit: int,
+    ) -> list[ListedSession]:
+        """Up to `limit` sessions, newest `last_activity` first, ties newest row first.
+
+        `workspaces`: keep only sessions whose stored workspace is one of these (None: all).
+        `after`: the (`last_activity`, row id) of the last session of the previous page; the
+        page starts with the session that follows it in this order (keyset pagination, so
+        sessions created meanwhile never shift a later page).
+
+        Raises:
+            StoreError: when the read fails.
+        """
+        where: list[str] = []
+        args: list[SqlValue] = []
+        if workspaces is not None:
+            if not workspaces:
+                return []
+            where.append(f"workspace_dir IN ({', '.join('?' for _ in workspaces)})")
+            args += workspaces
+        if after is not None:
+            where.append("(last_activity < ? OR (last_activity = ? AND id < ?))")
+            args += [after[0], after[0], after[1]]
+        sql = "SELECT id, session_uuid, agent_alias, workspace_dir, last_activity FROM acp_sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY last_activity DESC, id DESC LIMIT ?"
+        rows = self.db.query(sql, (*args, limit))
+        return [
+            ListedSession(
+                row_id=_integer(row[0], "id"),
+                session_id=_text(row[1], "session_uuid"),
+                agent_alias=_text(row[2], "agent_alias"),
+                workspace_dir=_text(row[3], "workspace_dir"),
+                last_activity=_text(row[4], "last_activity"),
             )
             for row in rows
         ]

@@ -20,6 +20,8 @@ METHOD_SESSION_STOP: Final = "session/stop"
 METHOD_SESSION_CLOSE: Final = "session/close"
 METHOD_SESSION_LOAD: Final = "session/load"
 METHOD_SESSION_RESUME: Final = "session/resume"
+METHOD_SESSION_LIST: Final = "session/list"  # stable ACP v1, over the store (ZC-LIST-01)
+METHOD_SESSION_DELETE: Final = "session/delete"  # stable ACP v1, over the store (ZC-DEL-01)
 METHOD_SESSION_UPDATE: Final = "session/update"
 METHOD_SESSION_EVENT: Final = "session/event"
 

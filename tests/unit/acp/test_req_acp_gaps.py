@@ -626,7 +626,7 @@ def _every_variant(tmp_path: Path) -> list[Message]:
     projector.on_event(PlanUpdated(entries))
     projector.on_event(ToolCallStarted("open", "shell", {"command": "ls"}))
     projector.close_open_calls("Agent turn failed: boom")
-    projector.turn_cancelled()
+    projector.turn_cancelled("t1")
     return [json.loads(line) for line in sent]
 
 
