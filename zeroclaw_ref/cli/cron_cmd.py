@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import TextIO
 
@@ -30,8 +31,10 @@ def run_cron(
     ids: IdFactory,
     out: TextIO,
     err: TextIO,
+    config_source: Callable[[], ConfigSnapshot] | None = None,
 ) -> int:
-    """Run one `cron` action and return the exit status."""
+    """Run one `cron` action and return the exit status; `daemon` asks `config_source` for
+    the current configuration at every tick (CFG-LOAD-10), else it keeps `config`."""
     if action == "list":
         return _list(config, agent, out, err)
     if not config.scheduler.enabled:
@@ -41,7 +44,7 @@ def run_cron(
         return 1
     if action == "run-due":
         return _run_due(config, agent, clock, ids, out, err)
-    return _daemon(config, clock, ids)
+    return _daemon(config_source or (lambda: config), config.scheduler.tick_secs, clock, ids)
 
 
 def _list(config: ConfigSnapshot, agent: str | None, out: TextIO, err: TextIO) -> int:
@@ -82,14 +85,16 @@ def _run_due(
     return 0
 
 
-def _daemon(config: ConfigSnapshot, clock: Clock, ids: IdFactory) -> int:
+def _daemon(
+    source: Callable[[], ConfigSnapshot], tick_secs: int, clock: Clock, ids: IdFactory
+) -> int:
     done = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         done.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    scheduler = Scheduler(lambda: config, config.scheduler.tick_secs, clock=clock, ids=ids)
+    scheduler = Scheduler(source, tick_secs, clock=clock, ids=ids)
     scheduler.start()
     try:
         done.wait()

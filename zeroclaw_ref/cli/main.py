@@ -178,9 +178,14 @@ def _run_cron(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return 2
     config = _load(args.sub_config_dir or args.config_dir, environ)
     from zeroclaw_ref.cli.cron_cmd import run_cron
+    from zeroclaw_ref.config.store import ConfigStore
 
     clock, ids = _determinism(environ)
-    return run_cron(args.action, args.agent, config, clock, ids, sys.stdout, sys.stderr)
+    # [CFG-LOAD-10] the daemon is a long-running process: each tick takes the current snapshot.
+    store = ConfigStore(config.config_dir, config.data_dir, environ)
+    return run_cron(
+        args.action, args.agent, config, clock, ids, sys.stdout, sys.stderr, store.snapshot
+    )
 
 
 def _run_config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

@@ -104,3 +104,32 @@ def test_run_due_refuses_when_the_scheduler_is_disabled(cfg: Path) -> None:
     done = _cli(cfg, "run-due", scheduler="[scheduler]\nenabled = false\n")
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == "ERROR: cron is disabled by config (scheduler.enabled=false)\n"
+
+
+@pytest.mark.req("CFG-LOAD-10")
+def test_the_daemon_takes_the_configuration_as_it_is_on_disk_at_every_tick(
+    cfg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cron daemon` is a long-running process: an edit reaches its next tick, a broken edit
+    keeps the last good snapshot."""
+    from zeroclaw_ref.cli import cron_cmd, main
+
+    seen: list[object] = []
+
+    def fake_daemon(source: object, tick_secs: int, clock: object, ids: object) -> int:
+        seen.append(source)
+        return 0
+
+    monkeypatch.setattr(cron_cmd, "_daemon", fake_daemon)
+    for name in [n for n in os.environ if n.startswith("ZEROCLAW")]:
+        monkeypatch.delenv(name)
+    assert main.main(["--config-dir", str(cfg), "cron", "daemon"]) == 0
+    source = seen[0]
+    assert callable(source)
+    assert source().scheduler.enabled is True
+    (cfg / "config.toml").write_text(CONFIG + "\n[scheduler]\nenabled = false\n")
+    os.utime(cfg / "config.toml", (2_000_000_000, 2_000_000_000))
+    assert source().scheduler.enabled is False
+    (cfg / "config.toml").write_text(CONFIG + "\n[scheduler\n")
+    os.utime(cfg / "config.toml", (2_000_000_100, 2_000_000_100))
+    assert source().scheduler.enabled is False  # the last good snapshot
