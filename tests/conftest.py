@@ -39,6 +39,8 @@ NODE_PEERS = {
     "server-everything": "@modelcontextprotocol/server-everything/dist/index.js",
     "server-filesystem": "@modelcontextprotocol/server-filesystem/dist/index.js",
     "mcp-conformance": "@modelcontextprotocol/conformance/dist/index.js",
+    # a library, not a program: the path of its package.json (the package is its parent)
+    "acp-typescript-sdk": "@agentclientprotocol/sdk/package.json",
 }
 # Node >= 22 for the conformance suite (PEERS.md), kept apart from the machine's Node 20.
 NODE22 = Path(__file__).resolve().parents[1] / ".peers" / "node22" / "node_modules" / "node" / "bin"
