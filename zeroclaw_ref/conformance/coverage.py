@@ -3,9 +3,14 @@
 The product ships its own manifest, ``fixtures/requirements.json``: the IDs it
 implements, each with a statement, its spec file and its tags. Without
 ``--spec`` the manifest is the set of defined IDs ([TX-COVER-03] to
-[TX-COVER-05]). With ``--spec DIR`` the manifest is also checked against the
+[TX-COVER-05]): every ID a scenario cites, and every ID that a test mark or a
+code tag of the repository holding the corpus cites (citations.py), must be
+stated in it. With ``--spec DIR`` the manifest is also checked against the
 spec documents ([TX-COVER-02]): no invented or withdrawn ID, matching file and
-tags, and an informational count of spec IDs not yet in the manifest.
+tags, and an informational count of spec IDs not yet in the manifest; cited
+mcp.md catalogue texts must exist in the catalogue, and the manifest's ``TX``
+IDs are checked against transcripts.md (the project's own additions to the
+contract are stated in ``fixtures/CONTRACT.md``).
 """
 
 from __future__ import annotations
@@ -16,12 +21,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .citations import scan
 from .jsonlex import JSON, JsonError, loads
 from .suite import discover, header_of
 
 SPEC_ITEM = re.compile(r"\s*(?:[-*]|\d+\.)\s+\*\*(?P<id>[A-Z]+-[A-Z0-9]+-[0-9]+)\*\*(?P<rest>.*)")
 TAG = re.compile(r"\s*\[(?P<tag>[^\]]*)\]")
 WITHDRAWN = re.compile(r"\s*Withdrawn: superseded by")
+CATALOGUE_LINE = re.compile(r"(?P<id>[A-Z]+-[A-Z0-9]+-[0-9]+) +\[")
+CONTRACT = "transcripts.md"  # the document of the TX IDs (not in spec-index.json, TX-COVER-01)
+LOCAL_CONTRACT = "CONTRACT.md"  # fixtures/CONTRACT.md: the project's additions to it
 LINE = re.compile(r"(?P<id>\S+)\s+#\s*(?P<why>\S.*)")
 # The `spec` of a project-own requirement (ZC-…): stated by the manifest itself, in no document.
 PROJECT = "project"
@@ -46,6 +55,7 @@ class SpecDoc:
 
     defined: dict[str, tuple[str, ...]]
     withdrawn: frozenset[str]
+    catalogue: frozenset[str] = frozenset()  # numbered text lines inside code blocks
 
 
 def _read_json(path: Path) -> JSON:
@@ -111,11 +121,14 @@ def parse_spec(path: Path) -> SpecDoc:
         raise CoverageInputError(f"{path.name}: cannot read: {exc.__class__.__name__}") from exc
     defined: dict[str, tuple[str, ...]] = {}
     withdrawn: set[str] = set()
+    catalogue: set[str] = set()
     in_code = False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             in_code = not in_code
             continue
+        if in_code and (c := CATALOGUE_LINE.match(line)) is not None:
+            catalogue.add(c.group("id"))
         m = None if in_code else SPEC_ITEM.match(line)
         if m is None:
             continue
@@ -129,7 +142,7 @@ def parse_spec(path: Path) -> SpecDoc:
             withdrawn.add(m.group("id"))
         else:
             defined[m.group("id")] = tuple(tags)
-    return SpecDoc(defined, frozenset(withdrawn))
+    return SpecDoc(defined, frozenset(withdrawn), frozenset(catalogue))
 
 
 def citations(fixtures: Path) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -191,7 +204,75 @@ def evaluate(fixtures: Path, spec_dir: Path | None) -> tuple[list[str], list[str
                 f"{document}: {row['spec_not_in_manifest']} spec IDs not yet in the manifest"
             )
         table[document] = row
+    problems += _cited_in_repository(fixtures, index, manifest, docs, info)
+    if spec_dir is not None:
+        problems += _contract_ids(fixtures, spec_dir, manifest, info)
     return problems, info, table
+
+
+def _cited_in_repository(
+    fixtures: Path,
+    index: dict[str, str],
+    manifest: dict[str, Entry],
+    docs: dict[str, SpecDoc] | None,
+    info: list[str],
+) -> list[str]:
+    """[TX-COVER-03] test marks and code tags cite only stated IDs (catalogue texts apart)."""
+    prefixes = {*index, "TX", *(rid.split("-", 1)[0] for rid in manifest)}
+    cited = scan(fixtures.resolve().parent, prefixes)
+    problems = [
+        f"{rid}: cited at {_places(places)}, but not stated in requirements.json"
+        for rid, places in sorted(cited.requirements.items())
+        if rid not in manifest
+    ]
+    if cited.catalogue:
+        info.append(f"{len(cited.catalogue)} catalogue texts cited by tests or code (TX-COVER-02)")
+    if docs is not None:
+        texts: set[str] = set()
+        for doc in docs.values():
+            texts |= doc.catalogue
+        problems += [
+            f"{rid}: cited at {_places(places)}, but no catalogue text has that number"
+            for rid, places in sorted(cited.catalogue.items())
+            if rid not in texts
+        ]
+    return problems
+
+
+def _places(places: list[str]) -> str:
+    shown = ", ".join(places[:3])
+    return shown + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+
+
+def _contract_ids(
+    fixtures: Path, spec_dir: Path, manifest: dict[str, Entry], info: list[str]
+) -> list[str]:
+    """The manifest's TX IDs against transcripts.md; additions must be in CONTRACT.md."""
+    path = spec_dir / CONTRACT
+    ids = sorted(r for r in manifest if r.startswith("TX-"))
+    if not ids or not path.is_file():
+        return []
+    doc = parse_spec(path)
+    local = fixtures / LOCAL_CONTRACT
+    ours = parse_spec(local).defined if local.is_file() else {}
+    problems: list[str] = []
+    unstated: list[str] = []
+    for rid in ids:
+        entry = manifest[rid]
+        if entry.spec != CONTRACT:
+            problems.append(f"{rid}: manifest says {entry.spec}, TX IDs belong to {CONTRACT}")
+        elif rid in doc.defined and sorted(entry.tags) != sorted(doc.defined[rid]):
+            problems.append(
+                f"{rid}: manifest tags {list(entry.tags)} differ from the spec's "
+                f"{list(doc.defined[rid])}"
+            )
+        elif rid not in doc.defined and rid not in ours:
+            unstated.append(rid)
+    added = sum(1 for r in ids if r not in doc.defined and r in ours)
+    info.append(f"{CONTRACT}: {added} TX IDs are this project's additions, in {LOCAL_CONTRACT}")
+    if unstated:
+        info.append(f"TX IDs in neither {CONTRACT} nor {LOCAL_CONTRACT}: {', '.join(unstated)}")
+    return problems
 
 
 def _spec_docs(index: dict[str, str], spec_dir: Path | None) -> dict[str, SpecDoc] | None:
