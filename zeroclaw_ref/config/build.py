@@ -211,6 +211,7 @@ def _server(values: Tree) -> McpServerConfig:
         url=_opt_str(values, "url"),
         headers=frozen_map(sub(values, "headers")),
         tool_timeout_secs=_opt_int(values, "tool_timeout_secs"),
+        startup_timeout_secs=_opt_int(values, "startup_timeout_secs"),
         pinned_resources=_strs(values, "pinned_resources", ()),
         tls_ca_cert_path=_opt_str(values, "tls_ca_cert_path"),
         max_response_bytes=_opt_int(values, "max_response_bytes"),

@@ -188,6 +188,7 @@ class McpServerConfig:
     url: str | None = None
     headers: Mapping[str, object] = field(default_factory=frozen_map, repr=False)
     tool_timeout_secs: int | None = None
+    startup_timeout_secs: int | None = None  # initialize/discover wait; unset = the default
     pinned_resources: tuple[str, ...] = ()
     tls_ca_cert_path: str | None = None
     max_response_bytes: int | None = None

@@ -259,6 +259,8 @@ SERVER = Table(
         "url": Field(Kind.STR, None),
         "headers": Field(Kind.STR_MAP, {}, secret=True),
         "tool_timeout_secs": Field(Kind.INT, None),
+        # Design (issue 16): the initialize/discover wait of this server; unset = init_timeout_s.
+        "startup_timeout_secs": Field(Kind.INT, None),
         "pinned_resources": _STRS,
         "tls_ca_cert_path": Field(Kind.STR, None),
         "max_response_bytes": Field(Kind.INT, None, low=0),

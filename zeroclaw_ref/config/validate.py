@@ -159,6 +159,12 @@ def _server(index: int, server: McpServerConfig) -> list[str]:
         errors.append(f"{where}.tool_timeout_secs must be greater than 0")  # [CFG-VALID-07]
     elif timeout is not None and timeout > 600:
         errors.append(f"{where}.tool_timeout_secs exceeds max 600")  # [CFG-VALID-08]
+    startup = server.startup_timeout_secs
+    if startup is not None and startup <= 0:
+        # Design: as CFG-VALID-07 for the startup wait (a zero wait could never connect).
+        errors.append(f"{where}.startup_timeout_secs must be greater than 0")
+    elif startup is not None and startup > 600:
+        errors.append(f"{where}.startup_timeout_secs exceeds max 600")
     if server.transport == "stdio":
         if not server.command.strip():
             # [CFG-VALID-09]

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable
 from typing import Final
+from urllib.parse import urlsplit, urlunsplit
 
 # [ACP-UPD-12] the key/value credential pattern, matched case-insensitively.
 _CREDENTIAL: Final = re.compile(
@@ -163,3 +164,18 @@ def redact_secrets(text: str, secrets: Iterable[str]) -> str:
     URL-encoded, HTML-escaped or base64-encoded (config.md CFG-PROV-08, CFG-SECRETS-14)."""
     pattern = _secrets_pattern(secrets)
     return text if pattern is None else pattern.sub("[REDACTED]", text)
+
+
+def url_without_credentials(url: str) -> str:
+    """`url` fit for an error text: no userinfo (`user:password@`), no query and no fragment
+    (where tokens travel), so naming an endpoint never leaks its credentials."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.hostname:
+        return redact_tokens(url.split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1])
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    return redact_tokens(urlunsplit((parts.scheme, netloc, parts.path, "", "")))

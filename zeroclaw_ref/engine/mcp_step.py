@@ -147,6 +147,16 @@ class McpState:
             if tool.name in chosen:
                 self.activated.activate(tool)
 
+    def connect_failure(self, name: str) -> str | None:
+        """Why the server of the admitted-by-policy MCP tool name `name` failed to connect
+        (scrubbed), or None: the model is told the reason rather than an unknown tool."""
+        server, sep, _ = name.partition("__")
+        if not sep or not self.access.is_tool_allowed(name):
+            return None  # [POL-ASSEMBLE-12] denied names leave no trace
+        probe = getattr(self.client, "connect_failure", None)  # fakes may not have it
+        reason = probe(server) if callable(probe) else None
+        return reason if isinstance(reason, str) and reason else None
+
     def pinned(self) -> str:
         from zeroclaw_ref.mcp.sections import pinned_section
 

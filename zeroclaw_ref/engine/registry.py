@@ -183,6 +183,10 @@ class ScopedToolRegistry:
         )
         self._index()
 
+    def mcp_connect_failure(self, name: str) -> str | None:
+        """For a call to an unregistered `<server>__<tool>`: why that server is not connected."""
+        return None if self._mcp is None else self._mcp.connect_failure(name)
+
     def close_mcp(self) -> None:
         """[POL-RESOLVE-15] close the connections step 4 opened (idempotent)."""
         if self._mcp is not None:

@@ -322,7 +322,10 @@ class _Turn:
             return self._refused(call, f"Error: Tool not available in this turn: {name}")
         tool = self.exposure.lookup(name)  # [MCP-DEFER-16] activated tools, suffix included
         if tool is None:
-            return self._refused(call, f"Error: Unknown tool: {name}")
+            # A tool of a server that failed to connect: say why (scrubbed), not "unknown".
+            failure = self.exposure.registry.mcp_connect_failure(name)
+            text = f"Error: {failure}" if failure else f"Error: Unknown tool: {name}"
+            return self._refused(call, text)
         # Approval is decided for the tool that would run, so a suffix call cannot slip past
         # an `always_ask` entry written for the prefixed name (POL-APPROVE-03).
         approval = self.ex.io.approval

@@ -98,6 +98,16 @@ def op_text(method: str, tool: str | None = None) -> str:
     return f"`{method}`"
 
 
+def unreachable(server: str, exc_name: str, url: str) -> McpConnectError:
+    """MCP-ERR-32's cause for a connect that reached nothing, naming the endpoint without its
+    credentials (userinfo, query), so an operator sees which URL is down."""
+    from zeroclaw_ref.core.scrub import url_without_credentials
+
+    return McpConnectError(
+        server, f"connection error: {exc_name} (cannot reach {url_without_credentials(url)})"
+    )
+
+
 def closed(server: str) -> McpClosedError:
     """[MCP-ERR-08]"""
     return McpClosedError(server, f"MCP server `{server}` is closed")

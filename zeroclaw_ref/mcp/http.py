@@ -431,7 +431,7 @@ class HttpTransport(Transport):
         except requests.exceptions.ConnectionError as exc:
             cause = f"connection error: {type(exc).__name__}"
             if pre_write(exc):
-                return PreWriteFailure(e.McpConnectError(self.name, cause))
+                return PreWriteFailure(e.unreachable(self.name, type(exc).__name__, self.url))
             return e.outcome_unknown(self.name, op, cause)
         except requests.exceptions.Timeout:
             return None

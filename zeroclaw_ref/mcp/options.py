@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 
@@ -22,6 +22,13 @@ class McpOptions:
     max_resumptions: int = 10
     handler_workers: int = 4
     era: Literal["legacy", "auto"] = "legacy"
+
+    def for_server(self, startup_timeout_secs: float | None) -> McpOptions:
+        """[MCP-INIT-05] a server's own `startup_timeout_secs` replaces `init_timeout_s` for
+        that server: its handshake (probe included), GET-stream and endpoint waits, recovery."""
+        if startup_timeout_secs is None or startup_timeout_secs <= 0:
+            return self
+        return replace(self, init_timeout_s=float(startup_timeout_secs))
 
     def tool_timeout(self, configured: float | None) -> float:
         """[MCP-TIME-01] the configured timeout or the default, never above the cap."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.core.scrub import clean_output
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp.connection import Connection
 from zeroclaw_ref.mcp.discovery import PROMPTS_LIST, RESOURCES_LIST, McpTool, list_all
@@ -50,15 +51,17 @@ def transport_factory(
 
 
 def _connect(
-    config: McpServerConfig, handlers: ClientHandlers, options: McpOptions
-) -> Connection | None:
+    config: McpServerConfig, handlers: ClientHandlers, shared: McpOptions
+) -> Connection | str:
+    """The connected server, or the scrubbed MCP-ERR-02 text of its failure."""
+    options = shared.for_server(config.startup_timeout_secs)
     try:
         connection = Connection(config, transport_factory(config, options), handlers, options)
         connection.connect()
     except e.McpError as exc:
         # [MCP-LIFE-04] [MCP-ERR-02]
         log.warning("Failed to connect to MCP server `%s`: %s", config.name, exc)
-        return None
+        return clean_output(scrub(f"Failed to connect to MCP server `{config.name}`: {exc}"))
     return connection
 
 
@@ -79,9 +82,15 @@ class McpRegistry:
     """[MCP-API-03] the MCP surface of one agent or session."""
 
     def __init__(
-        self, connections: list[Connection], options: McpOptions, workspace: Path | None
+        self,
+        connections: list[Connection],
+        options: McpOptions,
+        workspace: Path | None,
+        failures: Mapping[str, str] | None = None,
     ) -> None:
         self._connections = list(connections)
+        # server name -> why it did not connect (scrubbed), told to the model on a call
+        self._failures = dict(failures or {})
         self._by_name = {c.name: c for c in self._connections}
         self.options = options
         self.workspace = workspace
@@ -106,7 +115,7 @@ class McpRegistry:
         """[MCP-API-02] [MCP-LIFE-03] connect every server; handshakes overlap, order is kept."""
         opts = options or McpOptions()
         hooks = handlers or ClientHandlers()
-        results: list[Connection | None] = [None] * len(servers)
+        results: list[Connection | str] = [""] * len(servers)
 
         def run(index: int, config: McpServerConfig) -> None:
             results[index] = _connect(config, hooks, opts)
@@ -119,7 +128,9 @@ class McpRegistry:
             thread.start()
         for thread in threads:
             thread.join()
-        return cls([c for c in results if c is not None], opts, workspace)
+        connected = [c for c in results if isinstance(c, Connection)]
+        failures = {s.name: r for s, r in zip(servers, results, strict=True) if isinstance(r, str)}
+        return cls(connected, opts, workspace, failures)
 
     # --- context manager and closing ------------------------------------------------------
 
@@ -145,6 +156,12 @@ class McpRegistry:
     def servers(self) -> tuple[str, ...]:
         """The connected servers, in grant order."""
         return tuple(c.name for c in self._connections)
+
+    def connect_failure(self, server: str) -> str | None:
+        """Why `server` is not connected (the scrubbed MCP-ERR-02 text), or None when it is
+        connected or was never configured: the engine tells the model this instead of an
+        unknown tool when one of its tools is called."""
+        return self._failures.get(server)
 
     def connection(self, server: str) -> Connection:
         """The connection of `server` (diagnostics: state, capabilities, protocol version).

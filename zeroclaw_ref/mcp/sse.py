@@ -151,6 +151,10 @@ class SseTransport(Transport):
             resp = self._session.get(
                 self.url, headers=self.headers(stream=True), stream=True, timeout=(30.0, wait_s)
             )
+        except requests.exceptions.ConnectionError as exc:
+            if pre_write(exc):
+                raise e.unreachable(self.name, type(exc).__name__, self.url) from exc
+            raise e.McpConnectError(self.name, f"connection error: {type(exc).__name__}") from exc
         except (OSError, ValueError) as exc:
             raise e.McpConnectError(self.name, f"connection error: {type(exc).__name__}") from exc
         body = RequestsBody(resp)
