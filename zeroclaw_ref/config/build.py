@@ -215,6 +215,7 @@ def _server(values: Tree) -> McpServerConfig:
         pinned_resources=_strs(values, "pinned_resources", ()),
         tls_ca_cert_path=_opt_str(values, "tls_ca_cert_path"),
         max_response_bytes=_opt_int(values, "max_response_bytes"),
+        era=_opt_str(values, "era"),
     )
 
 

@@ -192,6 +192,7 @@ class McpServerConfig:
     pinned_resources: tuple[str, ...] = ()
     tls_ca_cert_path: str | None = None
     max_response_bytes: int | None = None
+    era: str | None = None  # auto | legacy | modern; unset = McpOptions.era (auto)
 
 
 @dataclass(frozen=True, slots=True)

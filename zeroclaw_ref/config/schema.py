@@ -264,6 +264,8 @@ SERVER = Table(
         "pinned_resources": _STRS,
         "tls_ca_cert_path": Field(Kind.STR, None),
         "max_response_bytes": Field(Kind.INT, None, low=0),
+        # [MCP-MOD-01] the protocol era: auto-detected (unset), or forced legacy/modern
+        "era": Field(Kind.STR, None, enum=("auto", "legacy", "modern")),
     }
 )
 
