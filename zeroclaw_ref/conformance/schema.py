@@ -26,7 +26,7 @@ judges.
 How the runner uses it (one :class:`Conversation` per IUT connection)::
 
     judge = schema.validator(fixtures)            # None: no schema or no jsonschema
-    talk = judge.conversation() if judge else None
+    talk = judge.conversation(schema.exceptions(sc.header)) if judge else None
     ...
     if talk: talk.sent(message)                   # every message written on ``acp``
     ...
@@ -47,7 +47,7 @@ import importlib
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -58,6 +58,7 @@ from .jsonlex import JSON, Real
 SCHEMA_FILE = Path("schema") / "acp-v1.schema.json"
 PINS_FILE = Path("schema") / "pins.json"
 
+EXCEPTION_MEMBER = "x-schema-exception"
 Direction = Literal["agent", "client"]
 """Who sends the message: ``agent`` (agent → client) or ``client`` (client → agent)."""
 
@@ -221,9 +222,9 @@ class Validator:
                         known = _replace(known, suffix, name)
                 self.methods[handler][method] = known
 
-    def conversation(self) -> Conversation:
-        """A fresh tracker for one connection."""
-        return Conversation(self)
+    def conversation(self, tolerate: Mapping[str, str] | None = None) -> Conversation:
+        """A fresh tracker for one connection (``tolerate``: a scenario's exceptions)."""
+        return Conversation(self, tolerate)
 
     def handled_by(self, side: str) -> frozenset[str]:
         """The methods the schema lets ``side`` (``agent`` or ``client``) be asked."""
@@ -344,11 +345,34 @@ def _replace(known: _Methods, field: str, name: str) -> _Methods:
     return _Methods(**values)
 
 
-class Conversation:
-    """One connection as the schema sees it: request ids, and each session's tool calls."""
+def exceptions(header: Mapping[str, JSON]) -> dict[str, str]:
+    """[TX-LINT-03] a scenario's named divergences: ``x-schema-exception`` in its header.
 
-    def __init__(self, judge: Validator) -> None:
+    The member is an object from a JSON Pointer of the agent's messages (``/id``,
+    ``/result/content``) to the reason, which names the divergence in CONTRACT.md.
+
+    Raises:
+        SchemaError: the member is not such an object.
+    """
+    value = header.get(EXCEPTION_MEMBER)
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        k.startswith("/") and isinstance(v, str) and v.strip() for k, v in value.items()
+    ):
+        raise SchemaError(f"{EXCEPTION_MEMBER}: an object from JSON Pointers to reasons")
+    return {k: str(v) for k, v in value.items()}
+
+
+class Conversation:
+    """One connection as the schema sees it: request ids, and each session's tool calls.
+
+    ``tolerate`` lists pointers (see :func:`exceptions`) whose problems are not reported.
+    """
+
+    def __init__(self, judge: Validator, tolerate: Mapping[str, str] | None = None) -> None:
         self.judge = judge
+        self.tolerate = dict(tolerate or {})
         self._asked: dict[str, dict[tuple[str, str], str]] = {"agent": {}, "client": {}}
         self._tool_calls: dict[str, set[str]] = {}
 
@@ -378,7 +402,11 @@ class Conversation:
         problems = self.judge.problems(direction, message, answers)
         if direction == "agent" and not problems:
             problems = self._unique_tool_call(message)
-        return problems
+        return [p for p in problems if not self._tolerated(p)]
+
+    def _tolerated(self, problem: str) -> bool:
+        pointer = problem.split(": ", 1)[0]
+        return any(pointer == t or pointer.startswith(t + "/") for t in self.tolerate)
 
     def _unique_tool_call(self, message: JSON) -> list[str]:
         """A ``tool_call`` update names a toolCallId not yet used in its session."""
