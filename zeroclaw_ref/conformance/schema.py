@@ -115,13 +115,13 @@ _cache: dict[Path, Validator | None] = {}
 _cache_lock = threading.Lock()
 
 
-def say_once(text: str, write: Callable[[str], object] = sys.stderr.write) -> None:
-    """Write ``text`` (one line) the first time it is said in this process."""
+def say_once(text: str, write: Callable[[str], object] | None = None) -> None:
+    """Write ``text`` (one line, to stderr by default) the first time it is said here."""
     with _said_lock:
         if text in _said:
             return
         _said.add(text)
-    write(text + "\n")
+    (write or sys.stderr.write)(text + "\n")
 
 
 def read_pin(fixtures: Path) -> Pin:
