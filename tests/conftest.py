@@ -28,6 +28,10 @@ PEER_INSTALL = {
     "server-everything": "npm install @modelcontextprotocol/server-everything@2026.8.31 (.peers/)",
     "server-filesystem": "npm install @modelcontextprotocol/server-filesystem@2026.8.31 (.peers/)",
     "mcp-conformance": "npm install @modelcontextprotocol/conformance@0.1.16 (.peers/)",
+    "mcp-conformance-0.2": (
+        "npm install @modelcontextprotocol/conformance@0.2.0-alpha.12 (in .peers/conformance-0.2/,"
+        " which has its own package.json)"
+    ),
     "node22": "npm install node@22 (in .peers/node22/, which has its own package.json)",
     "tmux": "apt-get update && apt-get install -y tmux",
     "chromium": "apt-get install chromium chromium-driver; selenium==4.50.0 (the `test` extra)",
@@ -44,6 +48,13 @@ NODE_PEERS = {
 }
 # Node >= 22 for the conformance suite (PEERS.md), kept apart from the machine's Node 20.
 NODE22 = Path(__file__).resolve().parents[1] / ".peers" / "node22" / "node_modules" / "node" / "bin"
+# The suite's 0.2.0 prerelease (the 2026-07-28 scenarios) beside 0.1.16: npm keeps one version
+# of a package per node_modules, so it has its own folder.
+CONFORMANCE_02 = (
+    Path(__file__).resolve().parents[1]
+    / ".peers" / "conformance-0.2" / "node_modules" / "@modelcontextprotocol" / "conformance"
+    / "dist" / "index.js"
+)  # fmt: skip
 # Python peers found by importing a module.
 PEER_MODULES = {
     "acp-python-sdk": "acp",
@@ -106,6 +117,10 @@ def require_peer(name: str) -> ModuleType | str:
         if not (NODE22 / "node").is_file():
             _missing(name, f"{NODE22 / 'node'} not found")
         return str(NODE22 / "node")
+    if name == "mcp-conformance-0.2":
+        if not CONFORMANCE_02.is_file():
+            _missing(name, f"{CONFORMANCE_02} not found")
+        return str(CONFORMANCE_02)
     if name in NODE_PEERS:
         require_peer("node")
         entry = Path(__file__).resolve().parents[1] / ".peers" / "node_modules" / NODE_PEERS[name]
