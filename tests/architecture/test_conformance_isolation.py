@@ -72,7 +72,7 @@ def test_a_copied_oracle_lints_and_runs_without_the_package(tmp_path: Path) -> N
     assert lint.returncode == 0, lint.stdout + lint.stderr
     agent = f"{sys.executable} -I -c 'import sys; sys.stdin.read()'"
     run = subprocess.run(
-        [*base, "run", "--fixtures", "fixtures", "--agent", agent],
+        [*base, "run", "--fixtures", "fixtures", "--agent", agent, "--profile", "zeroclaw"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -81,4 +81,4 @@ def test_a_copied_oracle_lints_and_runs_without_the_package(tmp_path: Path) -> N
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "PASS  acp/copy/echo" in run.stdout
+    assert "[1/1] pass acp/copy/echo" in run.stdout

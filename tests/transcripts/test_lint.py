@@ -106,6 +106,23 @@ CASES: list[tuple[str, str, str]] = [
     ("acp-profile-without-initialize", lines(with_header(profile="acp"), NEW), "TX-PROFILE-02"),
     ("unknown-need", lines(with_header(needs=["sessionCapabilities.fork"]), SEND), "TX-NEEDS-01"),
     ("needs-not-strings", lines(with_header(needs="loadSession"), SEND), "TX-NEEDS-01"),
+    (
+        "stderr-not-an-array",
+        lines(HEADER, {"expect_exit": 1}, {"expect_stderr": "x"}),
+        "TX-STDERR-01",
+    ),
+    (
+        "stderr-only-not-bool",
+        lines(HEADER, {"expect_exit": 1}, {"expect_stderr": ["x"], "only": 1}),
+        "TX-STDERR-01",
+    ),
+    ("stderr-on-a-peer", lines(HEADER, {"expect_stderr": ["x"], "ch": "fs"}), "TX-FRAME-01"),
+    ("stderr-before-exit", lines(HEADER, {"expect_stderr": ["ERROR: x"]}), "TX-STDERR-02"),
+    (
+        "stderr-after-restart",
+        lines(HEADER, {"expect_exit": 0}, {"do": "restart"}, {"expect_stderr": ["x"]}),
+        "TX-STDERR-02",
+    ),
     ("need-without-initialize", lines(with_header(needs=["loadSession"]), NEW), "TX-NEEDS-03"),
     ("bad-level", lines(with_header(level="nice"), SEND), "TX-HEADER-04"),
     ("outside-support", lines(with_header(setup={"model": "acp/x.json"}), SEND), "TX-HEADER-06"),
@@ -148,7 +165,7 @@ CASES: list[tuple[str, str, str]] = [
 ]
 
 
-@pytest.mark.req("TX-LINT-01", "TX-LINT-02", "TX-FORMAT-08", "TX-REPORT-03")
+@pytest.mark.req("TX-LINT-01", "TX-LINT-02", "TX-FORMAT-08", "TX-REPORT-03", "TX-STDERR-02")
 @pytest.mark.parametrize(("name", "text", "rule"), CASES, ids=[c[0] for c in CASES])
 def test_lint_reports_each_broken_rule(tmp_path: Path, name: str, text: str, rule: str) -> None:
     fixtures = make_corpus(tmp_path)

@@ -8,7 +8,9 @@ safety nets for the runner, never timed assertions.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -197,7 +199,9 @@ def test_stdio_peer_relays_both_ways_and_reports_eof(tmp_path: Path) -> None:
     assert result.status == "pass", result.report
 
 
-@pytest.mark.req("TX-XFAIL-02", "TX-XFAIL-03", "TX-XFAIL-04", "TX-XFAIL-05", "TX-RUN-07")
+@pytest.mark.req(
+    "TX-XFAIL-02", "TX-XFAIL-03", "TX-XFAIL-04", "TX-XFAIL-05", "TX-RUN-07", "TX-VERDICT-01"
+)
 def test_expected_failures_ratchet() -> None:
     results = [
         ScenarioResult("a/b/fails", "required", "fail", "mismatch"),
@@ -206,7 +210,8 @@ def test_expected_failures_ratchet() -> None:
     ]
     listed = {"a/b/fails": "known", "a/b/passes": "fixed", "a/b/broken": "x", "a/b/gone": "old"}
     out, stale = apply_expected_failures(results, listed, {r.scenario for r in results})
-    assert [r.status for r in out] == ["xfail", "xpass", "error"]
+    assert [r.status for r in out] == ["expected-fail", "unexpected-pass", "error"]
+    assert out[0].detail == "known"
     assert stale == ["a/b/gone"]
     assert RunOutcome(out, stale).exit_status() == 2
     assert RunOutcome(out[:1], []).exit_status() == 0
@@ -215,3 +220,118 @@ def test_expected_failures_ratchet() -> None:
     optional = [ScenarioResult("a/b/o", "optional", "fail", "timeout")]
     assert RunOutcome(optional, []).exit_status() == 0
     assert RunOutcome(optional, [], strict=True).exit_status() == 1
+    not_applicable = [ScenarioResult("a/b/n", "required", "not-applicable", "needs hook model")]
+    assert RunOutcome(not_applicable, [], strict=True).exit_status() == 0
+
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP = (
+    "invalid-toml",
+    "unknown-config-key",
+    "env-override-bad-value",
+    "unresolvable-env-override",
+)
+
+
+@pytest.mark.req("TX-BARRIER-01", "TX-BARRIER-02", "TX-BARRIER-03")
+def test_barrier_ends_a_settled_acp_scenario_without_waiting_for_the_exit(tmp_path: Path) -> None:
+    # The exit deadline is long: had the runner waited for this agent, which never exits on
+    # end of input, the scenario would take 30 s. The barrier proves quiescence instead.
+    header: dict[str, object] = {"profile": "acp", "timeouts": {"expect": 30, "exit": 30}}
+    path, fixtures = write_scenario(tmp_path, "settled", INIT + SESSION, **header)
+    started = time.monotonic()
+    result = run_with(path, fixtures, "no-exit-on-eof")
+    assert result.status == "pass", result.report
+    assert time.monotonic() - started < 15
+    late = run_with(path, fixtures, "extra-message-lingers")
+    assert (late.status, late.reason) == ("fail", "unexpected-message"), late.report
+    assert "before the barrier's answer" in late.report
+    assert run_with(path, fixtures, "extra-message").reason == "unexpected-message"
+
+
+@pytest.mark.req("TX-BARRIER-01")
+def test_an_agent_that_never_answers_the_barrier_request_fails(tmp_path: Path) -> None:
+    path, fixtures = write_scenario(tmp_path, "silent", INIT, profile="acp")
+    assert run_with(path, fixtures, "none").status == "pass"
+    result = run_with(path, fixtures, "ignores-extensions")
+    assert (result.status, result.reason) == ("fail", "timeout"), result.report
+    assert "quiescence barrier" in result.report
+    # without the barrier the same agent passes: quiescence after the exit decides
+    options = RunOptions(agent=f"{sys.executable} {FAKE} ignores-extensions", barrier=False)
+    assert run_scenario(path, fixtures, options).status == "pass"
+
+
+@pytest.mark.req("TX-BARRIER-03")
+def test_zeroclaw_scenarios_still_judge_the_exit_on_end_of_input(tmp_path: Path) -> None:
+    path, fixtures = write_scenario(tmp_path, "exit", INIT, timeouts={"expect": 5, "exit": 1})
+    result = run_with(path, fixtures, "no-exit-on-eof")
+    assert (result.status, result.reason) == ("fail", "no-exit-on-eof"), result.report
+    acp, _ = write_scenario(tmp_path, "exit-acp", INIT, profile="acp")
+    assert run_with(acp, fixtures, "exit-status").status == "pass"
+
+
+@pytest.mark.req("TX-NEEDS-03", "TX-NEEDS-04")
+def test_a_capability_the_initialize_answer_lacks_is_not_applicable(tmp_path: Path) -> None:
+    path, fixtures = write_scenario(
+        tmp_path, "needs-load", INIT, profile="acp", needs=["loadSession"]
+    )
+    result = run_with(path, fixtures, "none")
+    assert (result.status, result.missing) == ("not-applicable", ("capability loadSession",))
+    assert result.reason == "needs capability loadSession"
+    # the agent that advertises it is judged, and this one fails the pinned result
+    judged = run_with(path, fixtures, "load-session")
+    assert (judged.status, judged.reason) == ("fail", "mismatch"), judged.report
+
+
+@pytest.mark.req("TX-NEEDS-02", "TX-NEEDS-04")
+def test_a_hook_the_agent_does_not_honour_is_not_applicable_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    model = tmp_path / "fixtures" / "_support" / "models" / "m.json"
+    model.parent.mkdir(parents=True)
+    model.write_text('{"turns": []}')
+    path, fixtures = write_scenario(
+        tmp_path, "hooked", INIT, setup={"model": str(model.relative_to(tmp_path / "fixtures"))}
+    )
+    never = RunOptions(agent="/nonexistent/agent", hooks=frozenset({"config"}))
+    result = run_scenario(path, fixtures, never)
+    assert (result.status, result.missing) == ("not-applicable", ("hook model",)), result.report
+    assert run_with(path, fixtures, "none").status == "pass"
+
+
+@pytest.mark.req("TX-STDERR-01", "TX-STDERR-02")
+def test_expect_stderr_matches_line_patterns_in_order_or_one_to_one(tmp_path: Path) -> None:
+    script = (
+        "import sys; sys.stderr.write('starting\\nERROR: bad key\\nERROR: at ' + sys.argv[1]"
+        " + '\\n'); sys.exit(1)"
+    )
+    agent = f"{sys.executable} -c {shlex.quote(script)} here"
+    cases: list[tuple[dict[str, object], str]] = [
+        ({"expect_stderr": ["ERROR: bad key", "ERROR: at ${where:nonempty}"]}, "pass"),
+        ({"expect_stderr": ["ERROR: at here", "ERROR: bad key"]}, "fail"),
+        ({"expect_stderr": ["ERROR: ${_}", "ERROR: at here"], "only": True}, "fail"),
+        ({"expect_stderr": ["starting", "ERROR: ${_}", "ERROR: at here"], "only": True}, "pass"),
+    ]
+    for number, (frame, status) in enumerate(cases):
+        path, fixtures = write_scenario(tmp_path, f"stderr-{number}", [{"expect_exit": 1}, frame])
+        result = run_scenario(path, fixtures, RunOptions(agent=agent))
+        assert result.status == status, (frame, result.report)
+        if status == "fail":
+            assert result.reason == "stderr-mismatch"
+            assert "| ERROR: bad key" in result.report
+
+
+@pytest.mark.req("TX-STDERR-01", "ACP-TR-05", "CFG-LOAD-09")
+@pytest.mark.parametrize("name", STARTUP)
+@pytest.mark.parametrize(
+    "script",
+    ["raise RuntimeError('config broke')", "raise SystemExit(1)"],
+    ids=["traceback", "silent"],
+)
+def test_startup_scenarios_fail_an_agent_without_the_error_line(name: str, script: str) -> None:
+    fixtures = REPO / "fixtures"
+    agent = f"{sys.executable} -c {shlex.quote(script)}"
+    result = run_scenario(
+        fixtures / "acp" / "startup" / f"{name}.jsonl", fixtures, RunOptions(agent=agent)
+    )
+    assert (result.status, result.reason) == ("fail", "stderr-mismatch"), result.report

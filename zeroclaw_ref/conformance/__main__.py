@@ -2,36 +2,49 @@
 
 The commands are those of transcripts.md §9, §11, §12, §13 and §14. Exit statuses
 follow [TX-RUN-07], [TX-LINT-02], [TX-COVER-05], [TX-RECORD-04] and [TX-SERVE-01];
-an invalid command line exits 2.
+an invalid command line or unusable input exits 2 with one ``error:`` line, and a
+closed standard output (``list | head``) ends any command quietly ([TX-CLI-01]).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .coverage import run_coverage
 from .lint import run_lint
+from .locate import fixtures_for, resolve_selection
+from .options import RunOptions, default_agent
+from .profiles import HOOKS, PROFILES
 from .record import run_record
-from .report import status_line, summary_line
-from .runner import RunOptions, default_agent
 from .serve import DEFAULT_IDLE_TIMEOUT, ServeOptions, serve_command
 from .show import list_scenarios, show_scenario
 from .suite import (
-    RunOutcome,
     SelectionError,
     apply_expected_failures,
     contract_version,
     discover,
-    json_document,
     read_expected_failures,
     run_many,
     select,
-    summary_counts,
 )
 from .transcript import scenario_id
+from .verdicts import (
+    ERROR,
+    FAIL,
+    RunOutcome,
+    ScenarioResult,
+    json_document,
+    junit_document,
+    progress_line,
+    summary_lines,
+)
+
+REFERENCE_NAME = "zeroclaw_ref"
+_Shown = Callable[[int, ScenarioResult], None]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,46 +61,77 @@ def _env_pair(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _split(values: Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
+    """Repeatable or comma-separated names, checked against ``allowed`` ("all" means all)."""
+    names: list[str] = []
+    for value in values:
+        for name in (n.strip() for n in value.split(",")):
+            if name == "all":
+                names += [a for a in allowed if a not in names]
+            elif name == "none" and what == "hook":
+                continue
+            elif name not in allowed:
+                raise SelectionError(f"unknown {what} {name!r} (known: {', '.join(allowed)})")
+            elif name not in names:
+                names.append(name)
+    return names
+
+
+def default_jobs() -> int:
+    """Two scenarios per CPU: they spend most of their time waiting on the agent."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return 2 * cpus
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m zeroclaw_ref.conformance", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run scenarios against an agent")
-    run.add_argument("--agent", default=default_agent())
-    run.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    run.add_argument("--agent", help="the agent's command (default: the reference)")
+    run.add_argument("--agent-name", help="selects fixtures/expected-failures/NAME.txt")
+    run.add_argument("--fixtures", type=Path)
+    run.add_argument("--profile", action="append", default=[], help=", ".join(PROFILES))
+    run.add_argument("--hooks", action="append", default=[], help="config,model,workspace|all")
     run.add_argument("--levels", default="required,optional")
     run.add_argument("--tag", action="append", default=[])
     run.add_argument("--skip-tag", action="append", default=[])
     run.add_argument("--expected-failures", type=Path)
     run.add_argument("--strict", action="store_true")
     run.add_argument("--timeout-scale", type=float, default=1.0)
-    run.add_argument("--jobs", type=int, default=1)
+    run.add_argument("--jobs", type=int, default=default_jobs())
+    run.add_argument("--no-barrier", action="store_true", help="end acp scenarios by waiting")
     run.add_argument("--env", type=_env_pair, action="append", default=[])
     run.add_argument("--pass-env", action="append", default=[])
     run.add_argument("--json", type=Path)
+    run.add_argument("--junit", type=Path)
     run.add_argument("--keep", action="store_true")
     run.add_argument("paths", nargs="*", type=Path)
     lint = sub.add_parser("lint", help="check scenarios without running them")
-    lint.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    lint.add_argument("--fixtures", type=Path)
     lint.add_argument("--spec", type=Path)
     lint.add_argument("paths", nargs="*", type=Path)
     cov = sub.add_parser("coverage", help="requirement coverage of the corpus")
-    cov.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    cov.add_argument("--fixtures", type=Path)
     cov.add_argument("--spec", type=Path)
     cov.add_argument("--json", type=Path)
     show = sub.add_parser("show", help="print a scenario for humans")
-    show.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    show.add_argument("--fixtures", type=Path)
     show.add_argument("scenario")
-    lst = sub.add_parser("list", help="list scenario ids with level and tags")
-    lst.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    lst = sub.add_parser("list", help="list scenario ids with level, profile and tags")
+    lst.add_argument("--fixtures", type=Path)
     lst.add_argument("--servable", action="store_true")
+    lst.add_argument("--profile", action="append", default=[])
     rec = sub.add_parser("record", help="draft expected frames from an agent, for review")
     rec.add_argument("--agent", default=default_agent())
-    rec.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    rec.add_argument("--fixtures", type=Path)
     rec.add_argument("--write", action="store_true")
     rec.add_argument("--timeout-scale", type=float, default=1.0)
     rec.add_argument("paths", nargs="*", type=Path)
     srv = sub.add_parser("serve", help="play the agent of one scenario to judge an ACP client")
-    srv.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    srv.add_argument("--fixtures", type=Path)
     srv.add_argument("--report", type=Path)
     srv.add_argument("--allow-tail", action="store_true")
     srv.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT)
@@ -95,75 +139,128 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def fixtures_for(paths: Sequence[Path], default: Path) -> Path:
-    """The corpus root: the given one, or the nearest ancestor with a VERSION file."""
-    if default.is_dir() or not paths:
-        return default
-    for parent in paths[0].resolve().parents:
-        if (parent / "VERSION").is_file():
-            return parent
-    return default
+def choose_profiles(args: argparse.Namespace, hooks: list[str]) -> tuple[list[str], str]:
+    """[TX-PROFILE-03] the profiles to run, and why."""
+    if args.profile:
+        return _split(args.profile, PROFILES, "profile"), "as asked"
+    if args.agent is None:
+        return list(PROFILES), "all: the reference agent honours every hook"
+    if hooks:
+        return list(PROFILES), "all: the agent honours hooks (--hooks)"
+    return ["acp"], "the default for --agent without --hooks"
+
+
+def choose_hooks(args: argparse.Namespace) -> list[str]:
+    if args.hooks:
+        return _split(args.hooks, HOOKS, "hook")
+    return list(HOOKS) if args.agent is None else []
+
+
+def expected_failures_file(args: argparse.Namespace, fixtures: Path) -> Path | None:
+    """``--expected-failures``, else fixtures/expected-failures/<agent name>.txt when present."""
+    if args.expected_failures is not None:
+        return Path(args.expected_failures)
+    name = args.agent_name or (REFERENCE_NAME if args.agent is None else None)
+    if name is None:
+        return None
+    path = fixtures / "expected-failures" / f"{name}.txt"
+    return path if path.is_file() else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    fixtures = fixtures_for(args.paths, args.fixtures)
     if args.timeout_scale <= 0 or args.jobs < 1:
-        sys.stderr.write("error: --timeout-scale must be > 0 and --jobs >= 1\n")
-        return 2
-    try:
-        listed = read_xfail(args.expected_failures)
-        paths = discover(fixtures, args.paths)
-    except SelectionError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
+        raise SelectionError("--timeout-scale must be > 0 and --jobs >= 1")
+    fixtures = fixtures_for(args.paths, args.fixtures)
+    hooks = choose_hooks(args)
+    profiles, why = choose_profiles(args, hooks)
+    xfail_file = expected_failures_file(args, fixtures)
+    listed = read_expected_failures(xfail_file) if xfail_file is not None else {}
+    paths = discover(fixtures, resolve_selection(args.paths, fixtures))
     levels = [lvl.strip() for lvl in args.levels.split(",") if lvl.strip()]
-    chosen = select(paths, levels, args.tag, args.skip_tag)
+    chosen = select(paths, levels, args.tag, args.skip_tag, profiles)
+    agent = args.agent or default_agent()
     options = RunOptions(
-        agent=args.agent,
+        agent=agent,
         timeout_scale=args.timeout_scale,
         env=tuple(args.env),
         pass_env=tuple(args.pass_env),
         keep=args.keep,
+        hooks=frozenset(hooks),
+        barrier=not args.no_barrier,
     )
-    results = run_many(chosen, fixtures, options, args.jobs)
+    print(f"agent: {agent}")
+    print(f"profiles: {', '.join(profiles)} ({why}); hooks: {', '.join(hooks) or 'none'}")
+    left_out = len(select(paths, levels, args.tag, args.skip_tag)) - len(chosen)
+    print(
+        f"running {len(chosen)} scenarios, {args.jobs} at a time"
+        + (f"; {left_out} of other profiles left out" if left_out else "")
+        + (f"; expected failures: {xfail_file}" if xfail_file is not None else ""),
+        flush=True,
+    )
+
+    def shown(done: int, result: ScenarioResult) -> None:
+        print(progress_line(done, len(chosen), result))
+        if result.status in (FAIL, ERROR) and result.report:
+            print("    " + result.report.replace("\n", "\n    "))
+        sys.stdout.flush()
+
+    results = run_many(chosen, fixtures, options, args.jobs, _marked(listed, shown))
     corpus = {sid for p in discover(fixtures) if (sid := scenario_id(p, fixtures))}
     results, stale = apply_expected_failures(results, listed, corpus)
     outcome = RunOutcome(results, stale, args.strict)
-    for r in results:
-        print(status_line(r.status, r.scenario, r.level))
-        if r.status in ("fail", "error") and r.report:
-            print("    " + r.report.replace("\n", "\n    "))
-    for entry in stale:
-        print(f"STALE {entry}  (expected-failures entry names no scenario)")
     contract = contract_version(fixtures)
-    print(summary_line(contract, ((r.status, r.level) for r in results)))
+    print("\n".join(summary_lines(contract, outcome)))
     if args.json is not None:
-        doc = json_document(contract, args.agent, outcome, summary_counts(outcome))
-        args.json.write_text(doc, encoding="utf-8")
+        args.json.write_text(json_document(contract, agent, outcome), encoding="utf-8")
+    if args.junit is not None:
+        args.junit.write_text(junit_document(contract, agent, outcome), encoding="utf-8")
     return outcome.exit_status()
 
 
-def read_xfail(path: Path | None) -> dict[str, str]:
-    return read_expected_failures(path) if path is not None else {}
+def _marked(listed: dict[str, str], then: _Shown) -> _Shown:
+    """Print a listed scenario with the outcome the ratchet gives it, as it finishes."""
+
+    def show(done: int, result: ScenarioResult) -> None:
+        marked, _ = apply_expected_failures([result], listed, set(listed))
+        then(done, marked[0])
+
+    return show
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return cmd_run(args)
+    fixtures = fixtures_for(getattr(args, "paths", []), args.fixtures)
+    if args.command == "lint":
+        return run_lint(fixtures, args.paths, args.spec)
+    if args.command == "coverage":
+        return run_coverage(fixtures, args.spec, args.json)
+    if args.command == "show":
+        return show_scenario(fixtures, args.scenario)
+    if args.command == "record":
+        options = RunOptions(agent=args.agent, timeout_scale=args.timeout_scale)
+        return run_record(fixtures, resolve_selection(args.paths, fixtures), options, args.write)
+    if args.command == "serve":
+        served = ServeOptions(args.idle_timeout, args.allow_tail, args.report)
+        return serve_command(args.scenario, fixtures, served)
+    profiles = _split(args.profile, PROFILES, "profile") if args.profile else None
+    return list_scenarios(fixtures, args.servable, profiles)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "run":
-        return cmd_run(args)
-    if args.command == "lint":
-        return run_lint(args.fixtures, args.paths, args.spec)
-    if args.command == "coverage":
-        return run_coverage(args.fixtures, args.spec, args.json)
-    if args.command == "show":
-        return show_scenario(args.fixtures, args.scenario)
-    if args.command == "record":
-        options = RunOptions(agent=args.agent, timeout_scale=args.timeout_scale)
-        return run_record(fixtures_for(args.paths, args.fixtures), args.paths, options, args.write)
-    if args.command == "serve":
-        served = ServeOptions(args.idle_timeout, args.allow_tail, args.report)
-        return serve_command(args.scenario, args.fixtures, served)
-    return list_scenarios(args.fixtures, args.servable)
+    try:
+        status = dispatch(args)
+        sys.stdout.flush()
+        return status
+    except SelectionError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except BrokenPipeError:
+        # [TX-CLI-01] the reader went away (``list | head``): stop quietly, as a pipe should
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

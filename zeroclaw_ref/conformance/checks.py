@@ -139,8 +139,14 @@ def check_frames(sc: Scenario) -> list[Problem]:
     """Run the ordered per-file checks; an empty list means the scenario may run."""
     w = _Walker(sc)
     _check_setup_text(sc, w)
-    closed = False
+    closed = exited = False
     for frame in sc.frames:
+        if frame.verb == "expect_stderr":
+            w.expect_value(frame, frame.value)
+            if not exited:  # [TX-STDERR-02] stderr is complete once the IUT has exited
+                w.add(frame.line, "TX-STDERR-02", "expect_stderr needs an expect_exit on acp first")
+        elif frame.verb == "expect_exit" and frame.ch == "acp":
+            exited = True
         if frame.verb in ("expect", "expect_unordered"):
             values = frame.value if frame.verb == "expect_unordered" else [frame.value]
             for value in values if isinstance(values, list) else []:
@@ -155,6 +161,7 @@ def check_frames(sc: Scenario) -> list[Problem]:
                 _check_raw(frame, w)
         elif frame.verb == "do" and frame.ch == "acp":
             closed = (closed or frame.value == "close_input") and frame.value != "restart"
+            exited = (exited or frame.value == "kill") and frame.value != "restart"
     return w.problems
 
 

@@ -30,7 +30,9 @@ CAPABILITIES = (
     "promptCapabilities.embeddedContext",
     "mcpCapabilities.http",
     "mcpCapabilities.sse",
+    "sessionCapabilities.additionalDirectories",
     "sessionCapabilities.close",
+    "sessionCapabilities.delete",
     "sessionCapabilities.list",
     "sessionCapabilities.resume",
 )

@@ -7,7 +7,7 @@ against the same IUT print the same text ([TX-REPORT-02]).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .jsonlex import JSON, dumps, pretty
@@ -144,19 +144,3 @@ def status_line(status: str, scenario: str, level: str) -> str:
     """[TX-RUN-08] one line per scenario; the level is shown unless it is required."""
     suffix = f"  ({level})" if level != "required" else ""
     return f"{status.upper():<5} {scenario}{suffix}"
-
-
-def summary_line(contract: str, results: Iterable[tuple[str, str]]) -> str:
-    """Counts per status and, within each status, per level ([TX-RUN-08], [TX-VERSION-01])."""
-    counts: dict[str, dict[str, int]] = {}
-    total = 0
-    for status, level in results:
-        total += 1
-        per = counts.setdefault(status, {})
-        per[level] = per.get(level, 0) + 1
-    parts = []
-    for status in ("pass", "fail", "xfail", "xpass", "error"):
-        if status in counts:
-            levels = ", ".join(f"{lvl} {n}" for lvl, n in sorted(counts[status].items()))
-            parts.append(f"{status} {sum(counts[status].values())} ({levels})")
-    return f"contract {contract}: {total} scenarios: " + ("; ".join(parts) or "nothing run")

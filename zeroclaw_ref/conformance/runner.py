@@ -11,6 +11,7 @@ which becomes status ``error``.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import queue
 import shlex
@@ -20,51 +21,33 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .agent import AgentProcess, Message, Pollution, StdoutClosed
 from .checks import check_frames
+from .exchange import (
+    BARRIER_EXIT,
+    BARRIER_GRACE,
+    Exchange,
+    await_barrier,
+    match_stderr,
+    stderr_lines,
+)
 from .httpwire import match_headers
 from .inbox import PeerFailure
 from .jsonlex import JSON, Real, dumps
 from .match import MatchContext, match, match_unordered, split_pointer
+from .options import NotApplicable, RunOptions, default_agent
 from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
+from .profiles import all_needs, capability_needs, missing
 from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
 from .transcript import Frame, Scenario, TranscriptError, load, support_path
+from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
+
+__all__ = ["RunOptions", "ScenarioResult", "ScenarioRun", "default_agent", "run_scenario"]
 
 RELAY_SCRIPT = Path(__file__).resolve().with_name("relay.py")
-
-
-def default_agent() -> str:
-    """[TX-RUN-01] the reference agent under this interpreter."""
-    return f"{shlex.quote(sys.executable)} -m zeroclaw_ref acp"
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """Runner options that apply to every scenario of a run."""
-
-    agent: str = field(default_factory=default_agent)
-    timeout_scale: float = 1.0
-    env: tuple[tuple[str, str], ...] = ()
-    pass_env: tuple[str, ...] = ()
-    keep: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ScenarioResult:
-    """One scenario's verdict ([TX-RUN-06]); ``report`` explains a failure or error."""
-
-    scenario: str
-    level: str
-    status: str
-    reason: str | None = None
-    line: int | None = None
-    pointer: str | None = None
-    report: str = ""
-    tags: tuple[str, ...] = ()
 
 
 def run_scenario(path: Path, fixtures: Path, options: RunOptions) -> ScenarioResult:
@@ -72,12 +55,28 @@ def run_scenario(path: Path, fixtures: Path, options: RunOptions) -> ScenarioRes
     try:
         sc = load(path, fixtures)
     except TranscriptError as exc:
-        return ScenarioResult(_guess_id(path, fixtures), "required", "error", report=str(exc))
+        return ScenarioResult(_guess_id(path, fixtures), "required", ERROR, report=str(exc))
     problems = check_frames(sc)
     if problems:
         report = "\n".join(str(p) for p in problems)
-        return ScenarioResult(sc.id, sc.level, "error", report=report, tags=sc.tags)
+        return _verdict(sc, ERROR, report=report)
+    # [TX-NEEDS-04] a hook the agent does not honour is known before it starts
+    lacking = missing(all_needs(sc.needs, sc.setup, len(sc.channels)), options.hooks, None)
+    if lacking:
+        return _not_applicable(sc, lacking)
     return ScenarioRun(sc, options).execute()
+
+
+def _verdict(sc: Scenario, status: str, **fields: object) -> ScenarioResult:
+    base = ScenarioResult(
+        sc.id, sc.level, status, tags=sc.tags, profile=sc.profile, requirements=sc.requirements
+    )
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def _not_applicable(sc: Scenario, lacking: list[str]) -> ScenarioResult:
+    reason = "needs " + ", ".join(lacking)
+    return _verdict(sc, NOT_APPLICABLE, reason=reason, missing=tuple(lacking))
 
 
 def _guess_id(path: Path, fixtures: Path) -> str:
@@ -117,6 +116,8 @@ class ScenarioRun:
         self.peer_headers: Mapping[str, str] | None = None  # of the last message taken
         self.exit_seen = False
         self.env: dict[str, str] = {}
+        self.exchange = Exchange()
+        self.stderr_offset = 0
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -129,11 +130,13 @@ class ScenarioRun:
                 self._do_frame(frame)
             self._ending()
             self._quiescence()
-            return self._result("pass")
+            return self._result(PASS)
+        except NotApplicable as exc:
+            return _not_applicable(self.sc, exc.lacking)
         except Failed as failed:
             return self._fail(failed.info)
         except (PlaceholderError, PeerError, OSError) as exc:
-            return self._result("error", report=f"{self.sc.display}: {exc}")
+            return self._result(ERROR, report=f"{self.sc.display}: {exc}")
         finally:
             self._cleanup()
 
@@ -203,6 +206,7 @@ class ScenarioRun:
     def _start_agent(self) -> None:
         argv = shlex.split(self.options.agent)
         stderr = self.root / "stderr.log"
+        self.stderr_offset = stderr.stat().st_size if stderr.exists() else 0
         self.agent = AgentProcess(argv, self.env, Path(self.host["WORKSPACE"]), stderr)
         self.exit_seen = False
 
@@ -240,7 +244,7 @@ class ScenarioRun:
         # [TX-FLOW-05] quote the offending bytes
         return failure("stdout-pollution", frame, f"{event.why}: {event.raw[:300]!r}")
 
-    def _next_acp(self, frame: Frame, deadline: float) -> Message:
+    def _next_acp(self, frame: Frame | None, deadline: float) -> Message:
         iut = self._iut()
         try:
             event = iut.events.get(timeout=max(deadline - time.monotonic(), 0.0))
@@ -253,7 +257,16 @@ class ScenarioRun:
             status = iut.wait(self.sc.timeout_exit * self.options.timeout_scale)
             raise failure("unexpected-exit", frame, f"the IUT closed stdout ({_how(status)})")
         self.history["acp"].append("<-- " + event.text)
+        if self.exchange.received(event.value):
+            self._judge_capabilities()
         return event
+
+    def _judge_capabilities(self) -> None:
+        """[TX-NEEDS-03] the initialize answer says which capability needs are met."""
+        needs = capability_needs(self.sc.needs)
+        lacking = missing(needs, self.options.hooks, self.exchange.capabilities)
+        if lacking:
+            raise NotApplicable(lacking)
 
     def _next_peer(self, frame: Frame, deadline: float) -> JSON:
         peer = self.peers[frame.ch]
@@ -281,6 +294,7 @@ class ScenarioRun:
             "expect_unordered": self._expect_unordered,
             "do": self._do,
             "expect_exit": self._expect_exit,
+            "expect_stderr": self._expect_stderr,
         }[frame.verb]
         handler(frame)
 
@@ -314,6 +328,7 @@ class ScenarioRun:
                 raise failure(exc.reason, frame, str(exc)) from None
             return
         self.history["acp"].append("--> " + shown)
+        self.exchange.sent(data)
         if not self._iut().write(data):
             status = self._iut().wait(self.sc.timeout_exit * self.options.timeout_scale)
             raise failure("unexpected-exit", frame, f"the IUT stopped reading ({_how(status)})")
@@ -422,12 +437,41 @@ class ScenarioRun:
         if status != frame.value:
             raise failure("exit-status", frame, f"expected exit {frame.value}, {_how(status)}")
 
+    def _expect_stderr(self, frame: Frame) -> None:
+        """[TX-STDERR-01] the line patterns match the stderr of the exited IUT, in order."""
+        lines = stderr_lines(self.root / "stderr.log", self.stderr_offset)
+        patterns = frame.value if isinstance(frame.value, list) else []
+        only = frame.mods.get("only") is True
+        unmatched, ctx = match_stderr(patterns, lines, self._ctx, only)
+        if ctx is not None:
+            self.bindings.update(ctx.bindings)
+            return
+        what = "every line, one to one" if only else "lines in order"
+        raise failure(
+            "stderr-mismatch",
+            frame,
+            f"stderr does not match {what}; first unmatched pattern: {unmatched[0]}",
+            extra=["stderr patterns:", *(f"  {p}" for p in map(dumps, patterns))],
+        )
+
     # -- ending and quiescence ---------------------------------------------
 
     def _ending(self) -> None:
-        """[TX-FLOW-07] close stdin and require exit 0, unless the IUT already exited."""
+        """[TX-FLOW-07] close stdin and require exit 0, unless the IUT already exited.
+
+        An ``acp`` scenario does not judge the exit ([TX-BARRIER-03]): base ACP says
+        nothing about end of input. When it is settled it ends with the barrier.
+        """
         iut = self._iut()
         scale = self.options.timeout_scale
+        if self.sc.profile == "acp" and iut.returncode is None and not iut.input_closed:
+            if self.options.barrier and self.exchange.settled():
+                self._barrier()
+            iut.close_input()
+            if iut.wait(BARRIER_EXIT * scale) is None:
+                iut.kill()
+            self.exit_seen = True
+            return
         if iut.returncode is None:
             iut.close_input()
             status = iut.wait(self.sc.timeout_exit * scale)
@@ -440,6 +484,19 @@ class ScenarioRun:
                 return
         if status != 0:
             raise failure("exit-status", None, f"expected exit 0, {_how(status)}")
+
+    def _barrier(self) -> None:
+        """[TX-BARRIER-01] [TX-BARRIER-02] nothing arrives before the barrier's answer."""
+        scale = self.options.timeout_scale
+        seconds = self.sc.timeout_expect * scale
+        early = await_barrier(self._iut(), self.history["acp"], seconds, BARRIER_GRACE * scale)
+        if early:
+            raise failure(
+                "unexpected-message",
+                None,
+                f"{len(early)} message(s) before the barrier's answer",
+                extra=["left-over messages:", *("  acp: " + m for m in early)],
+            )
 
     def _quiescence(self) -> None:
         """[TX-FLOW-08] after exit and stdout EOF, every queue must be empty."""
@@ -480,15 +537,19 @@ class ScenarioRun:
         pointer: str | None = None,
         report: str = "",
     ) -> ScenarioResult:
-        sc = self.sc
-        return ScenarioResult(sc.id, sc.level, status, reason, line, pointer, report, sc.tags)
+        return _verdict(self.sc, status, reason=reason, line=line, pointer=pointer, report=report)
 
     def _fail(self, info: FailureInfo) -> ScenarioResult:
-        """[TX-RUN-05] close input, wait, kill; then write the report ([TX-REPORT-01])."""
+        """[TX-RUN-05] close input, wait, kill; then write the report ([TX-REPORT-01]).
+
+        Nothing is judged any more, so the wait is short: an agent that does not
+        exit on end of input costs a second, not the exit deadline.
+        """
         iut = self.agent
         if iut is not None:
             iut.close_input()
-            if iut.wait(self.sc.timeout_exit * self.options.timeout_scale) is None:
+            limit = min(self.sc.timeout_exit, BARRIER_EXIT) * self.options.timeout_scale
+            if iut.wait(limit) is None:
                 iut.kill()
             iut.join_reader(1.0)
             while True:
@@ -509,8 +570,14 @@ class ScenarioRun:
             host=self.host,
         )
         pointer = info.mismatch.pointer if info.mismatch is not None else None
-        return self._result(
-            "fail", reason=info.reason, line=info.line, pointer=pointer, report=report
+        return _verdict(
+            self.sc,
+            FAIL,
+            reason=info.reason,
+            line=info.line,
+            pointer=pointer,
+            report=report,
+            detail=info.message,
         )
 
     def _stderr_tail(self) -> list[str]:

@@ -57,7 +57,7 @@ def servable_problems(sc: Scenario) -> list[Problem]:
 
     if sc.channels:
         add(1, f"it declares peer channels ({', '.join(sorted(sc.channels))}); serve has no peers")
-    judged = [f for f in sc.frames if f.verb not in ("note", "expect_exit")]
+    judged = [f for f in sc.frames if f.verb not in ("note", "expect_exit", "expect_stderr")]
     for frame in sc.frames:
         if frame.verb == "send_raw":
             add(frame.line, "a send_raw frame cannot be played by a client under test")

@@ -8,11 +8,12 @@ server; on a peer channel the peer is, so an IUT message to a peer is ``-->``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from .jsonlex import dumps
 from .serve_values import servable_problems
-from .suite import discover
+from .suite import SelectionError, discover
 from .transcript import Frame, Scenario, TranscriptError, load
 
 
@@ -25,8 +26,10 @@ def _find(fixtures: Path, name: str) -> Path:
 
 def render(sc: Scenario) -> str:
     """One frame per line, notes as comments."""
-    lines = [f"// {sc.id} ({sc.level}): {sc.description}"]
+    lines = [f"// {sc.id} ({sc.level}, profile {sc.profile}): {sc.description}"]
     lines.append("// requirements: " + ", ".join(sc.requirements))
+    if sc.needs:
+        lines.append("// needs: " + ", ".join(sc.needs))
     for frame in sc.frames:
         lines.append(_frame_line(frame))
     return "\n".join(lines)
@@ -46,6 +49,10 @@ def _frame_line(frame: Frame) -> str:
     if frame.verb == "expect_unordered":
         values = frame.value if isinstance(frame.value, list) else []
         return f"{prefix}{to_client} (any order) " + " | ".join(dumps(v) for v in values)
+    if frame.verb == "expect_stderr":
+        only = " (only these lines)" if frame.mods.get("only") is True else ""
+        values = frame.value if isinstance(frame.value, list) else []
+        return f"== stderr{only} " + " | ".join(dumps(v) for v in values)
     if frame.verb == "expect_exit":
         return f"{prefix}== exit {dumps(frame.value)}"
     extra = "".join(f" {k}={dumps(v)}" for k, v in frame.mods.items() if k != "ch")
@@ -58,8 +65,12 @@ def servable(sc: Scenario) -> bool:
 
 
 def show_scenario(fixtures: Path, name: str) -> int:
+    """Print one scenario; an unknown name is one ``error:`` line and exit 2 ([TX-CLI-01])."""
+    path = _find(fixtures, name)
+    if not path.is_file():
+        raise SelectionError(f"{name}: no such scenario in {fixtures}")
     try:
-        sc = load(_find(fixtures, name), fixtures)
+        sc = load(path, fixtures)
     except TranscriptError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -67,7 +78,12 @@ def show_scenario(fixtures: Path, name: str) -> int:
     return 0
 
 
-def list_scenarios(fixtures: Path, only_servable: bool) -> int:
+def list_scenarios(
+    fixtures: Path, only_servable: bool, profiles: Sequence[str] | None = None
+) -> int:
+    """``<id>  <level>  <profile>  <tags>`` per scenario ([TX-RUN-12])."""
+    if not fixtures.is_dir():
+        raise SelectionError(f"{fixtures}: no such corpus directory")
     status = 0
     for path in discover(fixtures):
         try:
@@ -78,5 +94,7 @@ def list_scenarios(fixtures: Path, only_servable: bool) -> int:
             continue
         if only_servable and not servable(sc):
             continue
-        print(f"{sc.id}  {sc.level}  {','.join(sc.tags)}".rstrip())
+        if profiles is not None and sc.profile not in profiles:
+            continue
+        print(f"{sc.id}  {sc.level}  {sc.profile}  {','.join(sc.tags)}".rstrip())
     return status

@@ -1,21 +1,23 @@
 """Selecting scenarios, running them, and judging the run (transcripts.md §9, §10).
 
-Implements selection ([TX-RUN-02], [TX-RUN-03]), the expected-failures ratchet
-([TX-XFAIL-01] to [TX-XFAIL-05]), parallel runs ([TX-FLOW-09]), the exit status
-([TX-RUN-07]) and the ``--json`` document ([TX-RUN-09]).
+Implements selection ([TX-RUN-02], [TX-RUN-03], [TX-PROFILE-03]), the
+expected-failures ratchet ([TX-XFAIL-01] to [TX-XFAIL-05]) and parallel runs
+([TX-FLOW-09]). Outcomes, the exit status and the documents are verdicts.py's.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .jsonlex import JSON, JsonError, loads
 from .runner import RunOptions, ScenarioResult, run_scenario
+from .verdicts import EXPECTED_FAIL, FAIL, PASS, UNEXPECTED_PASS, RunOutcome
+
+__all__ = ["RunOutcome", "SelectionError", "apply_expected_failures", "discover", "run_many"]
 
 NOT_SCENARIO_DIRS = ("_support", "expected-failures", "schema")
 _XFAIL_LINE = re.compile(r"(?P<id>\S+)\s+#\s*(?P<reason>\S.*)")
@@ -74,9 +76,13 @@ def _str_list(value: JSON) -> set[str]:
 
 
 def select(
-    paths: Sequence[Path], levels: Sequence[str], tags: Sequence[str], skip_tags: Sequence[str]
+    paths: Sequence[Path],
+    levels: Sequence[str],
+    tags: Sequence[str],
+    skip_tags: Sequence[str],
+    profiles: Sequence[str] | None = None,
 ) -> list[Path]:
-    """[TX-RUN-03] filter by level and tags, read from each header."""
+    """[TX-RUN-03] filter by level and tags, and [TX-PROFILE-03] by profile, from each header."""
     kept: list[Path] = []
     for path in paths:
         header = header_of(path)
@@ -87,6 +93,8 @@ def select(
         if tags and not marks & set(tags):
             continue
         if marks & set(skip_tags):
+            continue
+        if profiles is not None and header.get("profile") not in profiles:
             continue
         kept.append(path)
     return kept
@@ -116,82 +124,43 @@ def read_expected_failures(path: Path) -> dict[str, str]:
     return entries
 
 
-@dataclass(slots=True)
-class RunOutcome:
-    """All results of a run, plus problems that affect the exit status."""
-
-    results: list[ScenarioResult]
-    stale: list[str] = field(default_factory=list)
-    strict: bool = False
-
-    def exit_status(self) -> int:
-        """[TX-RUN-07] 2 for errors, 1 for failures, xpass or stale entries, else 0."""
-        if any(r.status == "error" for r in self.results):
-            return 2
-        for r in self.results:
-            if r.status == "xpass":
-                return 1
-            if r.status == "fail" and (
-                r.level == "required" or (self.strict and r.level == "optional")
-            ):
-                return 1
-        return 1 if self.stale else 0
-
-
 def apply_expected_failures(
     results: list[ScenarioResult], listed: dict[str, str], corpus_ids: set[str]
 ) -> tuple[list[ScenarioResult], list[str]]:
-    """Turn fail/pass into xfail/xpass for listed ids; report stale entries ([TX-XFAIL-04])."""
+    """Listed ids: fail becomes expected-fail, pass unexpected-pass ([TX-XFAIL-02] to
+    [TX-XFAIL-05]); entries naming no scenario are stale."""
     out: list[ScenarioResult] = []
     for r in results:
-        if r.scenario in listed and r.status in ("fail", "pass"):
-            status = "xfail" if r.status == "fail" else "xpass"
-            r = ScenarioResult(
-                r.scenario, r.level, status, r.reason, r.line, r.pointer, r.report, r.tags
-            )
+        if r.scenario in listed and r.status == FAIL:
+            r = dataclasses.replace(r, status=EXPECTED_FAIL, detail=listed[r.scenario])
+        elif r.scenario in listed and r.status == PASS:
+            r = dataclasses.replace(r, status=UNEXPECTED_PASS)
         out.append(r)
     stale = sorted(set(listed) - corpus_ids)
     return out, stale
 
 
 def run_many(
-    paths: Sequence[Path], fixtures: Path, options: RunOptions, jobs: int = 1
+    paths: Sequence[Path],
+    fixtures: Path,
+    options: RunOptions,
+    jobs: int = 1,
+    on_result: Callable[[int, ScenarioResult], None] | None = None,
 ) -> list[ScenarioResult]:
-    """Run scenarios, in parallel when ``jobs`` > 1; results keep the input order."""
-    if jobs <= 1:
-        return [run_scenario(p, fixtures, options) for p in paths]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda p: run_scenario(p, fixtures, options), paths))
+    """Run scenarios, ``jobs`` at a time ([TX-FLOW-09]); results keep the input order.
 
-
-def json_document(contract: str, agent: str, outcome: RunOutcome, summary: dict[str, JSON]) -> str:
-    """[TX-RUN-09] the machine-readable result."""
-    results: list[JSON] = []
-    for r in outcome.results:
-        item: dict[str, JSON] = {"scenario": r.scenario, "level": r.level, "status": r.status}
-        if r.reason is not None:
-            item["reason"] = r.reason
-        if r.line is not None:
-            item["line"] = r.line
-        if r.pointer is not None:
-            item["pointer"] = r.pointer
-        results.append(item)
-    doc: dict[str, JSON] = {
-        "contract": contract,
-        "agent": agent,
-        "results": results,
-        "summary": summary,
-    }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
-def summary_counts(outcome: RunOutcome) -> dict[str, JSON]:
-    counts: dict[str, JSON] = {}
-    for r in outcome.results:
-        per = counts.setdefault(r.status, {})
-        assert isinstance(per, dict)
-        previous = per.get(r.level, 0)
-        per[r.level] = (previous if isinstance(previous, int) else 0) + 1
-    counts["stale_expected_failures"] = list[JSON](outcome.stale)
-    counts["exit_status"] = outcome.exit_status()
-    return counts
+    ``on_result(done, result)`` is called in the calling thread as each one
+    finishes, so verdicts can be printed as they come ([TX-VERDICT-02]).
+    """
+    results: dict[int, ScenarioResult] = {}
+    pool = ThreadPoolExecutor(max_workers=max(jobs, 1))
+    try:
+        futures = {pool.submit(run_scenario, p, fixtures, options): i for i, p in enumerate(paths)}
+        for future in as_completed(futures):
+            results[futures[future]] = result = future.result()
+            if on_result is not None:
+                on_result(len(results), result)
+    finally:
+        # on an interruption (a closed stdout, ^C) the queued scenarios never start
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [results[i] for i in range(len(paths))]

@@ -38,7 +38,16 @@ CHANNEL_OPTIONS: Mapping[str, frozenset[str]] = {
     "http": frozenset({"get"}),
     "sse": frozenset({"endpoint"}),
 }
-VERBS = ("send", "send_raw", "expect", "expect_unordered", "do", "expect_exit", "note")
+VERBS = (
+    "send",
+    "send_raw",
+    "expect",
+    "expect_unordered",
+    "do",
+    "expect_exit",
+    "expect_stderr",
+    "note",
+)
 DO_ACTIONS = ("close_input", "restart", "kill", "sleep_ms")
 # [TX-FRAME-01] which modifiers each verb allows
 MODIFIERS: Mapping[str, frozenset[str]] = {
@@ -48,6 +57,7 @@ MODIFIERS: Mapping[str, frozenset[str]] = {
     "expect_unordered": frozenset({"ch", "within"}),
     "do": frozenset({"ch", "ms", "model", "status"}),
     "expect_exit": frozenset({"ch", "within"}),
+    "expect_stderr": frozenset({"only"}),
     "note": frozenset(),
 }
 
@@ -462,6 +472,12 @@ def _check_frame_value(frame: Frame, sc: Scenario, out: _Collector) -> None:
     elif frame.verb == "expect_unordered":
         if not isinstance(v, list) or not 2 <= len(v) <= 8:
             out.add(line, "TX-FRAME-05", "expect_unordered takes an array of 2 to 8 values")
+    elif frame.verb == "expect_stderr":
+        # [TX-STDERR-01] line patterns, as strings with placeholders
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            out.add(line, "TX-STDERR-01", "expect_stderr takes a non-empty array of strings")
+        if "only" in m and not isinstance(m["only"], bool):
+            out.add(line, "TX-STDERR-01", "only must be a boolean")
     elif frame.verb == "note" and not isinstance(v, str):
         out.add(line, "TX-FRAME-01", "note takes a string")
     elif frame.verb == "expect_exit":

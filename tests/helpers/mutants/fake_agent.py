@@ -7,7 +7,8 @@ Without a mutation it behaves: it answers `initialize`, `session/new`,
 (true) and `spawn_peer` (starts a stdio MCP peer, forwards one request and
 returns the peer's answer); anything else gets error -32601. It exits 0 on
 stdin EOF. Each mutation breaks exactly one of these behaviours, so that a
-scenario written for the good agent must fail for one stated reason.
+scenario written for the good agent must fail for one stated reason
+(`load-session` instead advertises a capability, for the needs tests).
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ def handle(msg: dict[str, object]) -> None:
     if method == "initialize":
         if MUTATION == "pollution":
             print("starting up")  # a log line on stdout
-        result(req_id, {"protocolVersion": 1})
+        answer: dict[str, object] = {"protocolVersion": 1}
+        if MUTATION == "load-session":
+            answer["agentCapabilities"] = {"loadSession": True}
+        result(req_id, answer)
     elif method == "session/new":
         result(req_id, {"sessionId": SESSION})
     elif method == "session/prompt":
@@ -61,7 +65,7 @@ def handle(msg: dict[str, object]) -> None:
         emit({"jsonrpc": "2.0", "method": "session/update", "params": update})
         sid = str(uuid.uuid4()) if MUTATION == "session-changes" else SESSION
         result(req_id, {"sessionId": sid, "stopReason": "end_turn"})
-        if MUTATION == "extra-message":
+        if MUTATION in ("extra-message", "extra-message-lingers"):
             emit({"jsonrpc": "2.0", "method": "session/update", "params": update})
     elif method == "compute":
         result(req_id, {"value": 1.0 if MUTATION == "real-for-int" else 1})
@@ -71,6 +75,8 @@ def handle(msg: dict[str, object]) -> None:
         argv = params.get("argv")
         assert isinstance(argv, list)
         spawn_peer(req_id, [str(a) for a in argv])
+    elif MUTATION == "ignores-extensions" and str(method).startswith("_"):
+        return
     elif req_id is not None:
         code = -32600 if MUTATION == "wrong-error-code" else -32601
         emit({"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": "nope"}})
@@ -83,7 +89,7 @@ def main() -> int:
         assert peer.stdin is not None
         peer.stdin.close()
         peer.wait()
-    if MUTATION == "no-exit-on-eof":
+    if MUTATION in ("no-exit-on-eof", "extra-message-lingers"):
         threading.Event().wait()  # never returns; the runner must kill us
     return 3 if MUTATION == "exit-status" else 0
 
