@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeroclaw_ref.policy.security import SecurityPolicy, is_within
+from zeroclaw_ref.policy.security import SecurityPolicy
 
 # Read-only system trees every command may need (missing ones are skipped).
 SYSTEM_TREES: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -111,7 +111,7 @@ def make_plan(security: SecurityPolicy, private_tmp: Path, environment: dict[str
     read_only += [s for s in system if s not in read_only]
     read_only.append("/proc")  # the sandbox's own /proc: only its processes
     devices = [d for d in DEVICES if Path(d).exists()]
-    allowed_roots = [Path(p) for p in (*writable, *roots)]
+    allowed_roots = [*writable, *roots]
     outside = _outside_masks()
     hidden = _masks(security, allowed_roots) + list(_etc_masks())
     allowed = _dedupe([*writable, *read_only])
@@ -167,7 +167,7 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _masks(security: SecurityPolicy, roots: list[Path]) -> list[str]:
+def _masks(security: SecurityPolicy, roots: list[str]) -> list[str]:
     """Hidden paths that an allowed root would otherwise show.
 
     Only the allowed roots are searched: the system trees are the same for every
@@ -179,21 +179,21 @@ def _masks(security: SecurityPolicy, roots: list[Path]) -> list[str]:
     data directories are always masked where visible; an allowed root inside them (the
     agent's own workspace lives in the configuration directory) is bound back in.
     """
-    hidden: list[tuple[Path, bool]] = []
+    hidden: list[tuple[str, bool]] = []
     for entry in security.forbidden_paths:
         real = _real(Path(entry).expanduser())
         if real is not None:
-            hidden.append((Path(real), False))
+            hidden.append((real, False))
     for directory in security.sandbox_hidden:
         real = _real(directory)
         if real is not None:
-            hidden.append((Path(real), True))
+            hidden.append((real, True))
     out: list[str] = []
     for path, always in hidden:
-        if not always and any(is_within(root, path) for root in roots):
+        if not always and any(_within(root, path) for root in roots):
             continue
-        if any(path != root and is_within(path, root) for root in roots):
-            out.append(str(path))
+        if any(path != root and _within(path, root) for root in roots):
+            out.append(path)
     return out
 
 
