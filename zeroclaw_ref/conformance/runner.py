@@ -42,7 +42,7 @@ from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
 from .profiles import all_needs, capability_needs, missing
 from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
-from .transcript import Frame, Scenario, TranscriptError, load, support_path
+from .transcript import Frame, Scenario, TranscriptError, frame_ignore, load, support_path
 from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
 
 __all__ = ["RunOptions", "ScenarioResult", "ScenarioRun", "default_agent", "run_scenario"]
@@ -279,8 +279,9 @@ class ScenarioRun:
         self.history[frame.ch].append("--> " + dumps(value))
         return value
 
-    def _ctx(self) -> MatchContext:
-        ignore = [split_pointer(p) for p in self.sc.ignore]
+    def _ctx(self, frame: Frame | None = None) -> MatchContext:
+        patterns = self.sc.ignore + ((frame_ignore(frame) or ()) if frame is not None else ())
+        ignore = [split_pointer(p) for p in patterns]
         return MatchContext(self.host, self.bindings, ignore)
 
     # -- frames ------------------------------------------------------------
@@ -339,7 +340,7 @@ class ScenarioRun:
             actual = self._next_acp(frame, deadline).value
         else:
             actual = self._next_peer(frame, deadline)
-        miss = match(frame.value, actual, self._ctx())
+        miss = match(frame.value, actual, self._ctx(frame))
         if miss is None and frame.ch != "acp":  # [TX-PEER-08] request headers, when listed
             miss = match_headers(frame.mods.get("http"), self.peer_headers, self._ctx())
         if miss is not None:
@@ -464,12 +465,14 @@ class ScenarioRun:
         """
         iut = self._iut()
         scale = self.options.timeout_scale
-        if self.sc.profile == "acp" and iut.returncode is None and not iut.input_closed:
-            if self.options.barrier and self.exchange.settled():
-                self._barrier()
-            iut.close_input()
-            if iut.wait(BARRIER_EXIT * scale) is None:
-                iut.kill()
+        if self.sc.profile == "acp":
+            if iut.returncode is None:
+                settled = self.exchange.settled() and not iut.input_closed
+                if settled and self.options.barrier:
+                    self._barrier()
+                iut.close_input()
+                if iut.wait(BARRIER_EXIT * scale) is None:
+                    iut.kill()
             self.exit_seen = True
             return
         if iut.returncode is None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from zeroclaw_ref.conformance.exchange import BARRIER_ID, Exchange, is_barrier_answer, match_stderr
 from zeroclaw_ref.conformance.jsonlex import JSON
+from zeroclaw_ref.conformance.match import MatchContext
 from zeroclaw_ref.conformance.profiles import all_needs, has_capability, implied_hooks, missing
 
 CAPS: JSON = {
@@ -54,3 +56,41 @@ def test_missing_names_hooks_at_once_and_capabilities_once_known() -> None:
     assert missing(
         needs, frozenset({"config", "model"}), {"sessionCapabilities": {"list": {}}}
     ) == ["capability loadSession"]
+
+
+@pytest.mark.req("TX-BARRIER-01", "TX-BARRIER-02", "TX-NEEDS-03")
+def test_the_exchange_is_settled_only_when_every_request_is_answered() -> None:
+    ex = Exchange()
+    assert ex.settled()
+    ex.sent(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
+    assert not ex.settled() and ex.capabilities is None
+    assert ex.received({"jsonrpc": "2.0", "id": 1, "result": {"agentCapabilities": CAPS}})
+    assert ex.settled() and ex.capabilities == CAPS
+    ex.sent(b'{"jsonrpc":"2.0","id":"1","method":"session/prompt"}\n')  # "1" is not 1
+    ex.sent(b'{"jsonrpc":"2.0","method":"session/cancel"}\n')  # a notification opens nothing
+    ex.sent(b"not json at all\n")
+    assert ex.to_agent == {'"1"': "session/prompt"}
+    ex.received({"jsonrpc": "2.0", "id": "zc-out-0", "method": "session/request_permission"})
+    ex.received({"jsonrpc": "2.0", "id": "1", "result": {"stopReason": "cancelled"}})
+    assert not ex.settled()  # the agent's own request still waits for the client
+    ex.sent(b'{"jsonrpc":"2.0","id":"zc-out-0","result":{"outcome":{"outcome":"cancelled"}}}\n')
+    assert ex.settled()
+    assert not ex.received({"jsonrpc": "2.0", "id": 1, "result": {"agentCapabilities": {}}})
+    assert ex.capabilities == CAPS  # only the first initialize answer counts
+    assert is_barrier_answer({"jsonrpc": "2.0", "id": BARRIER_ID, "error": {"code": -32601}})
+    assert not is_barrier_answer({"jsonrpc": "2.0", "id": BARRIER_ID, "method": "x"})
+
+
+@pytest.mark.req("TX-STDERR-01")
+def test_stderr_patterns_match_in_order_and_bind() -> None:
+    def ctx() -> MatchContext:
+        return MatchContext({"CONFIG_DIR": "/c"}, {})
+
+    lines = ["note", "ERROR: /c/config.toml:2: a.b: unknown key", "ERROR: second"]
+    unmatched, found = match_stderr(
+        ["ERROR: ${CONFIG_DIR}/config.toml:${n:int}: ${_}"], lines, ctx, False
+    )
+    assert unmatched == [] and found is not None and found.bindings == {"n": 2}
+    assert match_stderr(["ERROR: second", "ERROR: /c${_}"], lines, ctx, False)[1] is None
+    assert match_stderr(["ERROR: ${_}", "ERROR: ${_}"], lines, ctx, True)[1] is None
+    assert match_stderr(["${_}", "ERROR: ${_}", "ERROR: second"], lines, ctx, True)[1] is not None
