@@ -22,7 +22,7 @@ from .placeholders import (
     parse,
     substitute_host_text,
 )
-from .transcript import Frame, Problem, Scenario, support_path
+from .transcript import Frame, Problem, Scenario, frame_ignore, support_path
 
 WILDCARD_MEMBERS = ("params", "result", "error")
 
@@ -109,8 +109,9 @@ class _Walker:
                 # [TX-PH-08] one type per name, or none after the first
                 self.add(frame.line, "TX-PH-08", f"{ph.text()} changes the type of {ph.name}")
         self.check_wildcards(frame, value)
+        ignore = self.ignore + [split_pointer(p) for p in frame_ignore(frame) or ()]
         for pointer, _text, is_name in _strings(value):
-            if is_name and is_ignored(split_pointer(pointer), self.ignore):
+            if is_name and is_ignored(split_pointer(pointer), ignore):
                 self.add(frame.line, "TX-MATCH-07", f"expected member at ignored pointer {pointer}")
 
     def check_wildcards(self, frame: Frame, value: JSON) -> None:
@@ -180,7 +181,8 @@ def _check_raw(frame: Frame, w: _Walker) -> None:
 
 
 def _check_example(frame: Frame, w: _Walker) -> None:
-    ctx = MatchContext(host={}, bindings={}, lenient_host=True)
+    ignore = [split_pointer(p) for p in (*w.sc.ignore, *(frame_ignore(frame) or ()))]
+    ctx = MatchContext(host={}, bindings={}, ignore=ignore, lenient_host=True)
     try:
         miss = match(frame.value, frame.mods["example"], ctx)
     except PlaceholderError as exc:

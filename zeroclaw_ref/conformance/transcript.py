@@ -53,7 +53,7 @@ DO_ACTIONS = ("close_input", "restart", "kill", "sleep_ms")
 MODIFIERS: Mapping[str, frozenset[str]] = {
     "send": frozenset({"ch", "http", "serve_strict"}),
     "send_raw": frozenset({"ch", "http", "stream", "encoding", "newline"}),
-    "expect": frozenset({"ch", "within", "http", "example"}),
+    "expect": frozenset({"ch", "within", "http", "example", "ignore"}),
     "expect_unordered": frozenset({"ch", "within"}),
     "do": frozenset({"ch", "ms", "model", "status"}),
     "expect_exit": frozenset({"ch", "within"}),
@@ -453,6 +453,15 @@ def _frame(line: int, obj: dict[str, JSON], sc: Scenario, out: _Collector) -> Fr
     return frame
 
 
+def frame_ignore(frame: Frame) -> tuple[str, ...] | None:
+    """[TX-MATCH-07] an expect frame's own ignore patterns (none when absent, None when invalid)."""
+    value = frame.mods.get("ignore", [])
+    patterns = _strings(value)
+    if patterns is None or any(not p.startswith("/") for p in patterns):
+        return None
+    return patterns
+
+
 def _check_frame_value(frame: Frame, sc: Scenario, out: _Collector) -> None:
     v, m, line = frame.value, frame.mods, frame.line
     transport = sc.channels[frame.ch].transport if frame.ch != "acp" else "acp"
@@ -469,7 +478,10 @@ def _check_frame_value(frame: Frame, sc: Scenario, out: _Collector) -> None:
             out.add(line, "TX-FRAME-01", "newline must be a boolean")
         if "stream" in m and (transport != "stdio" or m["stream"] not in ("stdout", "stderr")):
             out.add(line, "TX-FRAME-01", "stream is stdout or stderr, on a stdio peer only")
-    elif frame.verb == "expect_unordered":
+    if "ignore" in m and frame_ignore(frame) is None:
+        # [TX-MATCH-07] JSON Pointer patterns, as in the header, for this frame only
+        out.add(line, "TX-MATCH-07", "ignore must be an array of JSON Pointers")
+    if frame.verb == "expect_unordered":
         if not isinstance(v, list) or not 2 <= len(v) <= 8:
             out.add(line, "TX-FRAME-05", "expect_unordered takes an array of 2 to 8 values")
     elif frame.verb == "expect_stderr":
