@@ -232,7 +232,7 @@ def dispatch(args: argparse.Namespace) -> int:
         return cmd_run(args)
     fixtures = fixtures_for(getattr(args, "paths", []), args.fixtures)
     if args.command == "lint":
-        return run_lint(fixtures, args.paths, args.spec)
+        return run_lint(fixtures, resolve_selection(args.paths, fixtures), args.spec)
     if args.command == "coverage":
         return run_coverage(fixtures, args.spec, args.json)
     if args.command == "show":

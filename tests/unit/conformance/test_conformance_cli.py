@@ -188,6 +188,8 @@ def test_positional_ids_and_areas_are_found_in_the_corpus_from_anywhere(
     assert status == 0 and "running 1 scenarios, " in " ".join(out), out
     status, out = run(capsys, "run", "--agent", AGENT, "--fixtures", str(corpus), "acp/cli")
     assert "running 2 scenarios" in " ".join(out), out
+    assert main(["show", "--fixtures", str(corpus), "acp/cli/base"]) == 0
+    assert "profile acp" in capsys.readouterr().out
 
 
 @pytest.mark.req("TX-SPEED-01")
