@@ -4,7 +4,7 @@
 Goals: every request has its own one-shot `Slot`, so a response, a transport failure, a timeout
 and a caller cancellation race to resolve it exactly once (MCP-STDIO-11); a request that may
 have been written is never sent again (MCP-REC-01). Plan: `request` makes sure the connection is
-READY (running recovery lazily in the caller's thread, MCP-REC-06), then `_exchange` allocates
+READY (running recovery lazily in the caller's thread, MCP-REC-06), then `exchange` allocates
 an id, transmits and waits. Pre-write failures loop back through recovery at most
 `max_reconnect_attempts` times (MCP-REC-03). Server requests run on a small pool (MCP-S2C-06).
 """
@@ -15,27 +15,37 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CANCELLED, TIMED_OUT, CancelToken, Slot
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.mcp import era as eras
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
+from zeroclaw_ref.mcp import handshake, listen, mcpheaders, mrtr
+from zeroclaw_ref.mcp import modern as m
 from zeroclaw_ref.mcp.discovery import TOOLS_LIST, McpTool, Requester, list_all, parse_tools
 from zeroclaw_ref.mcp.lifecycle import Event, State, next_state
+from zeroclaw_ref.mcp.listcache import ListCache
 from zeroclaw_ref.mcp.options import McpOptions
-from zeroclaw_ref.mcp.transport import Outcome, PreWriteError, PreWriteFailure, Router, Transport
+from zeroclaw_ref.mcp.transport import (
+    Outcome,
+    PreWriteError,
+    PreWriteFailure,
+    Retry,
+    Router,
+    Transport,
+)
 from zeroclaw_ref.wire.acp import METHOD_INITIALIZE  # the JSON-RPC method name both protocols use
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = "2025-11-25"
-# [MCP-VER-01] the negotiated versions the client accepts, newest first.
-SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-INITIALIZED = "notifications/initialized"
+PROTOCOL_VERSION = m.HANDSHAKE_VERSIONS[0]
+SUPPORTED_VERSIONS = m.HANDSHAKE_VERSIONS  # [MCP-VER-01]
+# Requests of the handshake itself: never cancelled (MCP-INIT-11), never lossy.
+_HANDSHAKE = frozenset({METHOD_INITIALIZE, m.DISCOVER})
 
 
 @dataclass(slots=True)
@@ -45,12 +55,7 @@ class _Pending:
     method: str
 
 
-class _Retry(Exception):
-    """Internal: the request was not transmitted; reset and try again (MCP-REC-03)."""
-
-    def __init__(self, error: e.McpError) -> None:
-        super().__init__(str(error))
-        self.error = error
+_Retry = Retry
 
 
 class Connection(Router):
@@ -87,6 +92,13 @@ class Connection(Router):
         self.instructions: str | None = None
         self.tools: list[McpTool] = []
         self.tools_stale = False
+        # [MCP-MOD-01] [MCP-MOD-03] the era asked for, the cache key, and the era in use
+        self.era_setting: eras.Setting = eras.setting(config, options.era)
+        self.era_key = eras.key(config)
+        self.era: eras.Era = "legacy"
+        self.modern_version = m.MODERN_VERSION
+        self.cache = ListCache(self.era_key)  # [MCP-MOD-12]
+        self._listen_id: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -99,6 +111,10 @@ class Connection(Router):
         with self._lock:
             self._state = next_state(self._state, event)
             return self._state
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
 
     def supports(self, capability: str) -> bool:
         """[MCP-INIT-08] a capability counts when present with a non-null value."""
@@ -137,7 +153,14 @@ class Connection(Router):
         entries = list_all(
             self.name, self.requester(opts.list_timeout_s), TOOLS_LIST, "tools", opts.max_list_pages
         )
-        return parse_tools(self.name, entries)
+        tools = parse_tools(self.name, entries)
+        if self.era != "modern":
+            return tools
+        if self._transport.over_http:
+            tools = mcpheaders.keep_valid(self.name, tools)
+        maps = {t.name: mcpheaders.header_map(t.input_schema) for t in tools}
+        self._transport.set_tool_headers({k: v for k, v in maps.items() if v})
+        return tools
 
     def close(self) -> None:
         """[MCP-LIFE-09] idempotent; pending requests fail with McpClosedError."""
@@ -150,6 +173,7 @@ class Connection(Router):
         for entry in pending:
             entry.slot.offer(e.closed(self.name))
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._end_listen()
         self._transport.close()
 
     # --- handshake ------------------------------------------------------------------------
@@ -159,60 +183,83 @@ class Connection(Router):
             self._generation += 1
             generation = self._generation
         self._transport.open(generation, deadline)
-        self._handshake(deadline, init_t)
+        handshake.run(self, deadline, init_t)
 
-    def _handshake(self, deadline: float, init_t: float) -> None:
-        """[MCP-INIT-01..11] [MCP-VER-01..03]"""
-        self._transport.set_protocol_version(None)
-        params: JSONObject = {
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": h.capabilities(self.handlers),
-            "clientInfo": {"name": "zeroclaw_ref", "version": __version__},
-        }
-        try:
-            result = self._exchange(METHOD_INITIALIZE, params, deadline, init_t, None, None)
-        except _Retry as retry:
-            raise retry.error from retry
-        except e.McpTimeoutError as exc:
-            raise e.McpTimeoutError(
-                self.name,
-                f"MCP server `{self.name}` timed out after {e.seconds(init_t)}s waiting for "
-                "initialize response",
-            ) from exc
-        except e.McpRpcError as exc:
-            raise e.McpRpcError(
-                self.name,
-                f"MCP server `{self.name}` rejected initialize: error {exc.code}: {exc.message}",
-                exc.code,
-                exc.message,
-                exc.data,
-            ) from exc
-        if not isinstance(result, dict):
-            raise e.McpProtocolError(
-                self.name, f"MCP server `{self.name}` returned an invalid initialize result"
-            )
-        version = result.get("protocolVersion")
-        if version not in SUPPORTED_VERSIONS or not isinstance(version, str):
-            raise e.McpProtocolError(
-                self.name,
-                f"MCP server `{self.name}` answered initialize with unsupported protocolVersion "
-                f"{dumps(version)}; supported: {', '.join(SUPPORTED_VERSIONS)}",
-            )
+    def respawn(self, deadline: float) -> None:
+        """[MCP-MOD-04] a fresh incarnation of the transport (a new child on stdio)."""
+        self._transport.reset()
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        self._transport.open(generation, deadline)
+
+    def adopt_legacy(self, result: JSONObject, version: str, detected: bool) -> None:
+        """[MCP-INIT-08] [MCP-INIT-09] what a successful `initialize` told us."""
         caps = result.get("capabilities")
+        self._adopt("legacy", version, caps, result.get("serverInfo"), result.get("instructions"))
+        self._remember(detected)
+
+    def adopt_modern(
+        self, found: m.Discovered, version: str, detected: bool, deadline: float
+    ) -> None:
+        """[MCP-MOD-05] a modern session: every later request carries the envelope."""
+        self.modern_version = version
+        self._transport.set_protocol_version(version)
+        self._adopt("modern", version, found.capabilities, found.server_info, found.instructions)
+        self._remember(detected)
+        self.cache.clear()
+        self._listen_id = listen.start(self, deadline)  # [MCP-MOD-13]
+
+    def _adopt(
+        self, era: eras.Era, version: str, caps: JSON, info: JSON, instructions: JSON
+    ) -> None:
+        self.era = era
         self.server_capabilities = caps if isinstance(caps, dict) else {}
-        self.server_info = result.get("serverInfo")
-        instructions = result.get("instructions")
+        self.server_info = info
         # [MCP-INIT-09] kept for diagnostics only; never injected into a prompt
         self.instructions = instructions if isinstance(instructions, str) else None
         self.protocol_version = version
         log.info("MCP server `%s` serverInfo %s", self.name, dumps(self.server_info))
+
+    def _remember(self, detected: bool) -> None:
+        version = self.protocol_version or ""
+        if detected:
+            eras.remember(self.name, self.era_key, self.era, version)
+        eras.observe(self.era_key, self.era, version, detected=detected)
+
+    def use_version(self, version: str) -> None:
+        """[MCP-MOD-06] a modern version the server asked for in a -32022 answer."""
+        self.modern_version = version
+        self.protocol_version = version
         self._transport.set_protocol_version(version)
+
+    def envelope(self) -> JSONObject:
+        """[MCP-MOD-05] the `_meta` members of the next modern request."""
+        return m.envelope(self.name, self.handlers, self.modern_version)
+
+    def allocate_id(self) -> int:
+        """[MCP-RPC-02] a request id from the connection's counter (the listen request)."""
+        with self._lock:
+            request_id = self._next_id
+            self._next_id += 1
+            return request_id
+
+    def run_handler(self, method: str, params: JSONObject) -> Future[h.Reply]:
+        """[MCP-MOD-08] answer one input request on the handler pool (MCP-S2C-06).
+
+        Raises:
+            McpClosedError: the connection closed meanwhile.
+        """
         try:
-            self._transport.send_message({"jsonrpc": "2.0", "method": INITIALIZED, "params": {}})
-        except (e.McpError, OSError) as exc:
-            # [MCP-INIT-10] a lost `initialized` is logged and otherwise ignored
-            log.warning("MCP server `%s`: could not send %s: %s", self.name, INITIALIZED, exc)
-        self._transport.after_initialized(deadline)
+            return self._pool.submit(h.answer_request, self.name, self.handlers, method, params)
+        except RuntimeError as exc:
+            raise e.closed(self.name) from exc
+
+    def _end_listen(self) -> None:
+        """Close the listen stream: its POST on HTTP, a cancellation on stdio (MCP-MOD-13)."""
+        listen_id, self._listen_id = self._listen_id, None
+        if listen_id is not None:
+            listen.stop(self, listen_id)
 
     # --- requests -------------------------------------------------------------------------
 
@@ -232,11 +279,30 @@ class Connection(Router):
         """
         deadline = time.monotonic() + timeout
         op = e.op_text(method, tool)
+        self._ensure_ready(deadline, timeout, op)
+        if self.era == "modern":
+            return mrtr.request(self, method, params, deadline, timeout, op, cancel)
+        return self.send(method, params, deadline, timeout, op, cancel)
+
+    def send(
+        self,
+        method: str,
+        params: JSONObject | None,
+        deadline: float,
+        timeout: float,
+        op: str,
+        cancel: CancelToken | None,
+    ) -> JSON:
+        """One request with its pre-write retries (MCP-REC-03); nothing written is replayed.
+
+        Raises:
+            McpError: as `request`.
+        """
         last: e.McpError | None = None
         for _ in range(self.options.max_reconnect_attempts + 1):
             self._ensure_ready(deadline, timeout, op)
             try:
-                return self._exchange(method, params, deadline, timeout, op, cancel)
+                return self.exchange(method, params, deadline, timeout, op, cancel)
             except _Retry as retry:
                 last = retry.error
                 log.info("MCP server `%s`: %s; resetting before a new attempt", self.name, last)
@@ -284,11 +350,12 @@ class Connection(Router):
             with self._lock:
                 self._lossy = False
                 self.tools_stale = True  # [MCP-REC-09]
+            self.cache.clear()
             self._fire(Event.RECOVERED)
         finally:
             self._recover_lock.release()
 
-    def _exchange(
+    def exchange(
         self,
         method: str,
         params: JSONObject | None,
@@ -329,7 +396,7 @@ class Connection(Router):
                 raise e.closed(self.name)
             if self._state is State.POISONED:
                 raise e.unavailable(self.name)
-            if self._state is State.BROKEN and method != METHOD_INITIALIZE:
+            if self._state is State.BROKEN and method not in _HANDSHAKE:
                 # [MCP-HTTP-40] broke while this request waited at the gate: it was never
                 # written, so it goes through recovery and then onto the new session
                 raise _Retry(e.McpConnectError(self.name, f"MCP server `{self.name}` is broken"))
@@ -381,8 +448,10 @@ class Connection(Router):
         """[MCP-CANCEL-01..04] stop waiting; abort the stream; tell the server (not initialize)."""
         self._forget(request_id)
         self._transport.abort(request_id)
-        if method == METHOD_INITIALIZE:
-            return  # [MCP-INIT-11]
+        if method in _HANDSHAKE:
+            return  # [MCP-INIT-11] the probe is treated like initialize
+        if self.era == "modern" and self._transport.over_http:
+            return  # [MCP-MOD-17] closing the response stream was the cancellation
         note: JSONObject = {
             "jsonrpc": "2.0",
             "method": h.CANCELLED,
@@ -455,6 +524,7 @@ class Connection(Router):
 
     def _on_notification(self, method: str, params: JSONObject | None) -> None:
         """[MCP-NOTE-01..03] [MCP-DISC-15] [MCP-DISC-20]"""
+        self.cache.evict(method)  # [MCP-MOD-12] a changed list is fetched anew
         if method == h.TOOLS_LIST_CHANGED:
             self.tools_stale = True
         elif method == h.LOG_MESSAGE:
@@ -476,7 +546,7 @@ class Connection(Router):
                 return
             pending = list(self._pending.values())
             self._pending.clear()
-            if any(p.method != METHOD_INITIALIZE for p in pending):
+            if any(p.method not in _HANDSHAKE for p in pending):
                 self._lossy = True
             self._state = next_state(self._state, Event.TRANSPORT_FAILED)
         for entry in pending:
@@ -488,6 +558,23 @@ class Connection(Router):
                 return
             self._lossy = self._lossy or lossy
             self._state = next_state(self._state, Event.TRANSPORT_FAILED)
+
+    def listen_message(self, generation: int) -> JSONObject | None:
+        """[MCP-MOD-13] reopen an ended listen stream with a new id; what changed while it
+        was down is unknown, so every list counts as changed."""
+        with self._lock:
+            current = generation == self._generation and self._state is State.READY
+        if not current or self.era != "modern" or self._listen_id is None:
+            return None
+        request_id = self.allocate_id()
+        message = listen.request(self, request_id)
+        if message is None:
+            return None
+        self._listen_id = request_id
+        for note in (h.TOOLS_LIST_CHANGED, h.RESOURCES_LIST_CHANGED, h.PROMPTS_LIST_CHANGED):
+            self.cache.evict(note)
+        self.tools_stale = True
+        return message
 
     def pending_count(self) -> int:
         with self._lock:

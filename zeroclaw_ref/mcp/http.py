@@ -15,7 +15,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
@@ -28,8 +28,8 @@ from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import httpbody as hb
-from zeroclaw_ref.mcp import tls
-from zeroclaw_ref.mcp.httpstream import GetListener, read_post_stream
+from zeroclaw_ref.mcp import mcpheaders, tls
+from zeroclaw_ref.mcp.httpstream import GetListener, ListenStream, read_post_stream
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteFailure, Router, Transport
 from zeroclaw_ref.wire.acp import METHOD_INITIALIZE
@@ -228,6 +228,10 @@ class HttpTransport(Transport):
         self._active: dict[int, Exchange] = {}
         self._listener: GetListener | None = None
         self.no_get_stream = False
+        # [MCP-MOD-14..17] a modern incarnation: routing headers, no session, no GET stream
+        self.modern = False
+        self._tool_headers: dict[str, mcpheaders.HeaderMap] = {}
+        self._listen: ListenStream | None = None
 
     # --- sessions and headers -------------------------------------------------------------
 
@@ -235,14 +239,21 @@ class HttpTransport(Transport):
         return make_session(self.name, self._ca_path)
 
     def headers(
-        self, *, post: bool, version: bool = True, sse_only: bool = False
+        self,
+        *,
+        post: bool,
+        version: bool = True,
+        sse_only: bool = False,
+        routing: dict[str, str] | None = None,
     ) -> dict[str, str]:
-        """[MCP-HTTP-02..06] configured headers plus the client-managed ones."""
+        """[MCP-HTTP-02..06] configured headers plus the client-managed ones; `routing` are
+        the modern request headers of MCP-MOD-14, which win over configured ones too."""
         lower = {k.lower() for k in self._configured}
         out: dict[str, str] = {}
         if post and "content-type" not in lower:
             out["Content-Type"] = "application/json"
         managed = {SESSION_HEADER.lower(), VERSION_HEADER.lower()}
+        managed.update(k.lower() for k in routing or {})
         out.update({k: v for k, v in self._configured.items() if k.lower() not in managed})
         if "accept" not in lower:
             out["Accept"] = SSE_ACCEPT if sse_only else "application/json, text/event-stream"
@@ -252,11 +263,27 @@ class HttpTransport(Transport):
             out[SESSION_HEADER] = self.session_id
         if version and self.version:
             out[VERSION_HEADER] = self.version
+        out.update(routing or {})
         return out
 
+    def routing(self, message: JSONObject) -> dict[str, str] | None:
+        """[MCP-MOD-14] [MCP-MOD-16] the routing headers of a modern message, else None."""
+        return mcpheaders.request_headers(message, self._tool_headers) if self.modern else None
+
+    @property
+    def over_http(self) -> bool:
+        return True
+
+    def set_era(self, modern: bool) -> None:
+        self.modern = modern
+
+    def set_tool_headers(self, maps: Mapping[str, mcpheaders.HeaderMap]) -> None:
+        self._tool_headers = dict(maps)
+
     def capture_session(self, body: hb.Body) -> None:
-        """[MCP-HTTP-09] [MCP-HTTP-10] take a session id from any 2xx response."""
-        if not 200 <= body.status < 300:
+        """[MCP-HTTP-09] [MCP-HTTP-10] take a session id from any 2xx response (never in the
+        modern era, which has no sessions: MCP-MOD-17)."""
+        if not 200 <= body.status < 300 or self.modern:
             return
         value = (body.header(SESSION_HEADER) or "").strip()
         if not value:
@@ -282,8 +309,9 @@ class HttpTransport(Transport):
         self.version = version  # [MCP-HTTP-05] [MCP-VER-03]
 
     def reset(self) -> None:
-        """Drop the session without DELETE (MCP-HTTP-39) and stop the GET stream."""
+        """Drop the session without DELETE (MCP-HTTP-39) and stop the GET and listen streams."""
         self._stop_listener()
+        self.close_listen()
         self.session_id = None
 
     def close(self) -> None:
@@ -304,6 +332,7 @@ class HttpTransport(Transport):
                 log.debug("MCP server `%s`: DELETE failed: %s", self.name, exc)
         self.session_id = None
         self._stop_listener()
+        self.close_listen()
         if session is not None:
             session.close()
         if self._get_session is not None:
@@ -322,20 +351,29 @@ class HttpTransport(Transport):
 
     # --- sending --------------------------------------------------------------------------
 
-    def post(self, payload: bytes, timeout: float, *, version: bool = True) -> RequestsBody:
-        """POST one message; the body is left unread.
+    def post(
+        self,
+        message: JSONObject,
+        timeout: float,
+        *,
+        version: bool = True,
+        stream_session: bool = False,
+    ) -> RequestsBody:
+        """POST one message (on the GET stream's session with `stream_session`); the body is
+        left unread.
 
         Raises:
             requests exceptions (OSError) and `PlaintextRedirect`; callers classify them.
         """
-        session = self._session
+        session = self._get_session if stream_session else self._session
         if session is None:
             raise e.closed(self.name)
         connect = max(0.001, min(CONNECT_CAP_S, timeout))
+        headers = self.headers(post=True, version=version, routing=self.routing(message))
         resp = session.post(
             self.url,
-            data=payload,
-            headers=self.headers(post=True, version=version),
+            data=dumps(message).encode("utf-8"),
+            headers=headers,
             stream=True,
             timeout=(connect, max(0.001, timeout)),
         )
@@ -420,11 +458,11 @@ class HttpTransport(Transport):
         sent_session = self.session_id is not None
         is_init = message.get("method") == METHOD_INITIALIZE
         try:
-            body = self.post(dumps(message).encode("utf-8"), remaining, version=not is_init)
+            body = self.post(message, remaining, version=not is_init)
         except PlaintextRedirect as exc:
             return e.McpConnectError(self.name, str(exc))
         except requests.exceptions.TooManyRedirects:
-            return e.McpProtocolError(self.name, "too many redirects")
+            return e.McpConnectError(self.name, "too many redirects")  # [MCP-TLS-14]
         except requests.exceptions.SSLError as exc:
             # [MCP-TLS-15] a verification failure is never retried
             return e.McpConnectError(self.name, f"connection error: {type(exc).__name__}")
@@ -445,6 +483,11 @@ class HttpTransport(Transport):
             self.router.mark_broken(generation, lossy=True)
             return e.outcome_unknown(self.name, op, f"session expired (HTTP {body.status})")
         if not 200 <= body.status < 300:
+            if self.modern and 400 <= body.status < 500:
+                refusal = hb.jsonrpc_refusal(body, exchange.request_id)  # [MCP-MOD-02]
+                if refusal is not None:
+                    return refusal
+                _drain(body)  # a legacy server's refusal of the probe: keep the connection
             return e.http_status(self.name, body.status)  # [MCP-HTTP-41]
         request_id = exchange.request_id
         if hb.is_sse(body.content_type):
@@ -477,7 +520,7 @@ class HttpTransport(Transport):
         """[MCP-HTTP-12] [MCP-HTTP-42] [MCP-HTTP-44] any 2xx counts; the body is not parsed."""
         sent_session = self.session_id is not None
         generation = self.generation
-        body = self.post(dumps(message).encode("utf-8"), NOTIFY_TIMEOUT_S)
+        body = self.post(message, NOTIFY_TIMEOUT_S)
         try:
             self.capture_session(body)
             if self.stale(body, sent_session):
@@ -492,6 +535,20 @@ class HttpTransport(Transport):
             body.close()
 
     # --- the standalone GET stream --------------------------------------------------------
+
+    def open_listen(self, message: JSONObject, deadline: float) -> bool:
+        """[MCP-MOD-13] POST the listen request and keep reading its event stream."""
+        self.close_listen()
+        stream = ListenStream(self, self.generation)
+        if not stream.start(message, deadline):
+            return False
+        self._listen = stream
+        return True
+
+    def close_listen(self) -> None:
+        stream, self._listen = self._listen, None
+        if stream is not None:
+            stream.stop()
 
     def after_initialized(self, deadline: float) -> None:
         """[MCP-HTTP-31] open the GET stream and learn its status before READY."""

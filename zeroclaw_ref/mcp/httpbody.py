@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Final
 
-from zeroclaw_ref.core.jsontypes import JSON, loads
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject, loads
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp.scrubber import scrub
 
@@ -127,3 +127,26 @@ def sse_limit_checks(server: str, body: Body, limit: int) -> Iterator[bytes]:
                 server, f"MCP SSE response body exceeds the {limit}-byte limit"
             )
         yield chunk
+
+
+def jsonrpc_refusal(body: Body, request_id: int) -> JSONObject | None:
+    """[MCP-MOD-02] [MCP-MOD-06] a modern server refuses a request with HTTP 400 and a JSON-RPC
+    error body: that error, as the response to `request_id`, or None when the body is not one
+    (a legacy server's plain 4xx). At most DIAGNOSTIC_BYTES are read (MCP-SIZE-10)."""
+    if not is_json(body.content_type):
+        return None
+    head = bytearray()
+    try:
+        for chunk in body.chunks():
+            head += chunk
+            if len(head) > DIAGNOSTIC_BYTES:
+                return None
+        value = loads(bytes(head))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, dict) or "method" in value or not isinstance(value.get("error"), dict):
+        return None
+    rid = value.get("id")
+    if rid is not None and (type(rid) is not int or rid != request_id):
+        return None
+    return {"jsonrpc": "2.0", "id": request_id, "error": value["error"]}

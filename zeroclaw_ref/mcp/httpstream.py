@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from zeroclaw_ref.core.cancel import Slot
-from zeroclaw_ref.core.jsontypes import loads
+from zeroclaw_ref.core.jsontypes import JSONObject, loads
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import httpbody as hb
 from zeroclaw_ref.mcp.ssestream import Oversized, SseEvent, SseParser
@@ -90,7 +90,7 @@ def read_post_stream(
             ended_by = exc
         if exchange.aborted.is_set() or slot.filled:
             return None
-        if parser.last_event_id is None:
+        if parser.last_event_id is None or transport.modern:  # [MCP-MOD-17] no resumption
             if ended_by is not None:  # [MCP-HTTP-30]
                 cause = getattr(ended_by, "name", None) or type(ended_by).__name__
                 return e.outcome_unknown(name, op, f"connection error: {cause}")
@@ -197,6 +197,82 @@ class GetListener:
 
     def stop(self) -> None:
         """Abort the stream by socket shutdown (MCP-HTTP-46); the reader closes it."""
+        self._stop.set()
+        body = self._body
+        if body is not None:
+            body.shutdown()
+
+
+class ListenStream:
+    """[MCP-MOD-13] the event stream of a modern `subscriptions/listen` POST, read on its own
+    daemon thread like the GET stream (it never holds the serial gate, MCP-RPC-11); reopened
+    with a new request id after the §4.6 delays when it ends, until stopped."""
+
+    def __init__(self, transport: HttpTransport, generation: int) -> None:
+        self._transport = transport
+        self._generation = generation
+        self._stop = threading.Event()
+        self._body: RequestsBody | None = None
+
+    def start(self, message: JSONObject, deadline: float) -> bool:
+        """POST `message`, waiting until `deadline` for the answer's headers; False when the
+        server did not open a stream."""
+        if not self._open(message, deadline):
+            return False
+        threading.Thread(
+            target=self._run, name=f"mcp-{self._transport.name}-listen", daemon=True
+        ).start()
+        return True
+
+    def _open(self, message: JSONObject, deadline: float) -> bool:
+        transport = self._transport
+        wait_s = max(0.001, deadline - time.monotonic())
+        try:
+            body = transport.post(message, wait_s, stream_session=True)
+        except (OSError, ValueError) as exc:
+            log.debug("MCP server `%s`: listen failed: %s", transport.name, type(exc).__name__)
+            return False
+        if not 200 <= body.status < 300 or not hb.is_sse(body.content_type):
+            log.debug("MCP server `%s`: no listen stream (HTTP %d)", transport.name, body.status)
+            body.close()
+            return False
+        body.clear_timeout()
+        self._body = body
+        if self._stop.is_set():
+            body.shutdown()
+        return True
+
+    def _run(self) -> None:
+        transport = self._transport
+        parser = SseParser(event_limit=transport.limit)
+        empty = 0
+        while self._body is not None:
+            body = self._body
+            seen = parser.events_seen
+            try:
+                for chunk in body.chunks():
+                    for event in parser.feed(chunk):
+                        deliver(transport.name, transport.router, event, self._generation)
+            except (OSError, ValueError):
+                pass
+            finally:
+                self._body = None
+                body.close()
+            # (the acknowledgement is an event too: a stream that only acknowledged is empty)
+            empty = 0 if parser.events_seen > seen + 1 else empty + 1
+            if self._stop.is_set() or empty >= MAX_EMPTY_REOPENS:
+                return
+            retry = (parser.retry_ms or DEFAULT_RETRY_MS) / 1000
+            if self._stop.wait(min(retry * (2 ** (empty - 1) if empty else 1), MAX_REOPEN_DELAY_S)):
+                return
+            message = transport.router.listen_message(self._generation)
+            if message is None:
+                return
+            self._open(message, time.monotonic() + transport.options.init_timeout_s)
+            parser = SseParser(event_limit=transport.limit)
+
+    def stop(self) -> None:
+        """End the stream by socket shutdown (MCP-HTTP-46); its reader closes it."""
         self._stop.set()
         body = self._body
         if body is not None:

@@ -16,6 +16,7 @@ from zeroclaw_ref import __version__
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
+from zeroclaw_ref.wire.acp import METHOD_INITIALIZE  # the JSON-RPC method name both protocols use
 
 MODERN_VERSION: Final = "2026-07-28"
 # The modern versions this client speaks, newest last (one today).
@@ -50,7 +51,8 @@ CACHEABLE: Final = frozenset(
 )
 # [MCP-MOD-10] never sent to a modern server
 LEGACY_ONLY: Final = frozenset(
-    {"initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe"}
+    {METHOD_INITIALIZE, "notifications/initialized", "ping", "logging/setLevel"}
+    | {"resources/subscribe"}
 )
 
 # Python logging levels -> the lowest MCP level a server should send (most verbose first).

@@ -21,7 +21,12 @@ class McpOptions:
     max_list_pages: int = 100
     max_resumptions: int = 10
     handler_workers: int = 4
-    era: Literal["legacy", "auto"] = "legacy"
+    # [MCP-MOD-01] the era of servers whose configuration sets none: "auto" probes for the
+    # 2026-07-28 revision and falls back to `initialize`; "legacy" never probes; "modern"
+    # never falls back
+    era: Literal["auto", "legacy", "modern"] = "auto"
+    # [MCP-MOD-01] the longest wait for the answer to the stdio and HTTP probe
+    probe_timeout_s: float = 5
 
     def for_server(self, startup_timeout_secs: float | None) -> McpOptions:
         """[MCP-INIT-05] a server's own `startup_timeout_secs` replaces `init_timeout_s` for

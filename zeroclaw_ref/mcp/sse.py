@@ -15,7 +15,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -28,6 +28,7 @@ from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import httpbody as hb
 from zeroclaw_ref.mcp import tls
 from zeroclaw_ref.mcp.http import HttpTransport, RequestsBody, make_session, pre_write
+from zeroclaw_ref.mcp.mcpheaders import HeaderMap
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteError, Router, Transport
 
@@ -368,6 +369,31 @@ class SseTransport(Transport):
     def abort(self, request_id: int) -> None:
         if self._delegate is not None:
             self._delegate.abort(request_id)
+
+    # --- the modern era, only through the Streamable HTTP fallback (MCP-MOD-02) ---------------
+
+    @property
+    def modern_capable(self) -> bool:
+        return self._delegate is not None
+
+    @property
+    def over_http(self) -> bool:
+        return self._delegate is not None
+
+    def set_era(self, modern: bool) -> None:
+        if self._delegate is not None:
+            self._delegate.set_era(modern)
+
+    def set_tool_headers(self, maps: Mapping[str, HeaderMap]) -> None:
+        if self._delegate is not None:
+            self._delegate.set_tool_headers(maps)
+
+    def open_listen(self, message: JSONObject, deadline: float) -> bool:
+        return self._delegate is not None and self._delegate.open_listen(message, deadline)
+
+    def close_listen(self) -> None:
+        if self._delegate is not None:
+            self._delegate.close_listen()
 
     # --- closing ----------------------------------------------------------------------------
 

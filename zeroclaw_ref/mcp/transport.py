@@ -10,16 +10,27 @@ by offering a `PreWriteFailure` to the slot when it learns it later (MCP-REC-03)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.mcp.errors import McpError
+from zeroclaw_ref.mcp.mcpheaders import HeaderMap
 
 
 class PreWriteError(Exception):
     """No byte of the message left the client; the caller may reset and try again."""
+
+    def __init__(self, error: McpError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Retry(Exception):
+    """Internal to the connection: the request was not transmitted; reset and try again
+    (MCP-REC-03)."""
 
     def __init__(self, error: McpError) -> None:
         super().__init__(str(error))
@@ -59,6 +70,11 @@ class Router(ABC):
     @abstractmethod
     def fail_pending(self, error_text: str) -> None:
         """Fail every pending request with a size-limit error carrying `error_text`."""
+
+    def listen_message(self, generation: int) -> JSONObject | None:
+        """A fresh `subscriptions/listen` request (new id) to reopen an ended listen stream of
+        incarnation `generation`, or None when there is nothing to reopen (MCP-MOD-13)."""
+        return None
 
 
 class Transport(ABC):
@@ -100,6 +116,31 @@ class Transport(ABC):
 
     def set_protocol_version(self, version: str | None) -> None:  # noqa: B027 - optional hook
         """The version negotiated by the current incarnation (MCP-VER-03)."""
+
+    @property
+    def modern_capable(self) -> bool:
+        """Whether the current incarnation can carry the 2026-07-28 era (MCP-MOD-01)."""
+        return True
+
+    @property
+    def over_http(self) -> bool:
+        """Whether requests travel as HTTP POSTs (the modern headers apply, MCP-MOD-14)."""
+        return False
+
+    def set_era(self, modern: bool) -> None:  # noqa: B027 - optional hook
+        """The era of the current incarnation: modern requests carry the §14.3 headers."""
+
+    def set_tool_headers(self, maps: Mapping[str, HeaderMap]) -> None:  # noqa: B027
+        """The `x-mcp-header` maps of the listed tools, by tool name (MCP-MOD-16)."""
+
+    def open_listen(self, message: JSONObject, deadline: float) -> bool:
+        """Send a `subscriptions/listen` request whose answer is a long-lived stream; False
+        when the server refused it (MCP-MOD-13). By default it is one more line out."""
+        self.send_message(message)
+        return True
+
+    def close_listen(self) -> None:  # noqa: B027 - optional hook
+        """End the listen stream, if one is open (closing or resetting)."""
 
     @abstractmethod
     def reset(self) -> None:

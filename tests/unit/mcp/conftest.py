@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from zeroclaw_ref.config.model import McpServerConfig
-from zeroclaw_ref.mcp import McpOptions, McpRegistry
+from zeroclaw_ref.mcp import McpOptions, McpRegistry, listcache
+from zeroclaw_ref.mcp import era as eras
 
 SERVER = Path(__file__).resolve().parents[2] / "helpers" / "mcp_server.py"
 
 # Short waits so failures surface quickly; limits stay at their defaults unless a test says so.
 FAST = McpOptions(init_timeout_s=10, list_timeout_s=10, default_tool_timeout_s=10, close_grace_s=1)
+# The same, never probing for the 2026-07-28 era: for tests that pin the legacy wire exactly.
+LEGACY = replace(FAST, era="legacy")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_eras() -> Iterator[None]:
+    """Every test finds the eras anew: nothing cached by an earlier test (era.py, listcache)."""
+    eras.clear()
+    listcache.clear_shared()
+    yield
+    eras.clear()
+    listcache.clear_shared()
 
 
 def stdio_config(*args: str, name: str = "peer", **fields: object) -> McpServerConfig:

@@ -86,8 +86,10 @@ def test_headers_sessions_and_delete(connect: Connect, fake: FakeMcpHttp) -> Non
     reg = connect(http_config(fake, headers=headers), options=OPTS)
     assert _text(reg.call_tool("h__echo", {"message": "m"})) == "Echo: m"
     reg.close()
-    posts = fake.seen("POST")
+    probe, *posts = fake.seen("POST")
+    assert probe.body["method"] == "server/discover"  # answered 404: a legacy server
     init = posts[0].headers
+    assert posts[0].body["method"] == "initialize"
     assert init["Content-Type"] == "application/json" and init["User-Agent"] == "ZeroClaw"
     assert init["Accept"] == "application/json, text/event-stream"
     assert init["Accept-Encoding"] == "identity" and init["Authorization"] == "Bearer t"

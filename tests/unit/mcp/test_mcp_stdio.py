@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.helpers.mcp_server import BASE_TOOLS
-from tests.unit.mcp.conftest import FAST, SERVER, Connect, stdio_config
+from tests.unit.mcp.conftest import FAST, LEGACY, SERVER, Connect, stdio_config
 from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CancelToken
@@ -62,7 +62,7 @@ def test_handshake_sends_exact_initialize_then_initialized(
     connect: Connect, tmp_path: Path
 ) -> None:
     record = tmp_path / "rec.jsonl"
-    reg = connect(stdio_config("--record", str(record)))
+    reg = connect(stdio_config("--record", str(record)), options=LEGACY)
     reg.call_tool("peer__echo", {"message": "x"})
     sent = _recorded(record)
     assert sent[0] == {
@@ -109,7 +109,8 @@ def test_an_unsupported_version_fails_the_connect(
         f"unsupported protocolVersion {rendered}; supported: 2025-11-25, 2025-06-18, 2025-03-26, "
         "2024-11-05"
     ) in caplog.text
-    assert [m.get("method") for m in _recorded(record)] == ["initialize"]
+    # (the era probe first, answered -32601 as by any legacy server; no `initialized` after)
+    assert [m.get("method") for m in _recorded(record)] == ["server/discover", "initialize"]
 
 
 @pytest.mark.req("MCP-INIT-05", "MCP-INIT-06", "MCP-INIT-07", "MCP-INIT-11", "MCP-ERR-04")
@@ -130,7 +131,8 @@ def test_initialize_failures(
         reg = connect(stdio_config("--init", mode, "--record", str(record)), options=opts)
     assert reg.servers() == ()
     assert f"Failed to connect to MCP server `peer`: {text}" in caplog.text
-    assert all(m.get("method") == "initialize" for m in _recorded(record))  # no cancellation
+    sent = [m.get("method") for m in _recorded(record)]
+    assert sent == ["server/discover", "initialize"]  # the probe, then no cancellation
 
 
 @pytest.mark.req("MCP-STDIO-04", "MCP-ERR-03", "MCP-API-02", "POL-ASSEMBLE-13")
@@ -325,7 +327,8 @@ def test_elicitation_declined_without_handler_and_accepted_with_one(
     reg2 = connect(stdio_config("--record", str(record), name="p2"), handlers=hooks)
     text = reg2.call_tool("p2__elicit", {})["content"][0]["text"]  # type: ignore[index]
     assert json.loads(text)["result"] == {"action": "accept", "content": {"name": "Ada"}}
-    assert _recorded(record)[0]["params"]["capabilities"] == {"elicitation": {}}  # type: ignore[index]
+    init = next(m for m in _recorded(record) if m.get("method") == "initialize")
+    assert init["params"]["capabilities"] == {"elicitation": {}}
     roots = reg.call_tool("peer__roots", {})["content"][0]["text"]  # type: ignore[index]
     assert json.loads(roots)["error"] == {"code": -32601, "message": "Method not found"}
 

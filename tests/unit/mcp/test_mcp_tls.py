@@ -133,6 +133,8 @@ def test_redirects_are_checked_and_bounded(
         with caplog.at_level(logging.WARNING):
             assert connect(looping, options=OPTS).servers() == ()
         assert "Failed to connect to MCP server `u`: too many redirects" in caplog.text
-        assert len(plain.seen("POST")) == 11  # the first request and ten redirects
+        # the first request (the era probe, whose connect failure ends the connect) and ten
+        # redirects
+        assert len(plain.seen("POST")) == 11
     finally:
         plain.close()

@@ -28,7 +28,7 @@ def test_options_have_the_specified_defaults() -> None:
     assert (o.max_tool_timeout_s, o.max_reconnect_attempts) == (600, 2)
     assert (o.stdio_max_message_bytes, o.stderr_tail_bytes) == (67_108_864, 65_536)
     assert (o.close_grace_s, o.max_list_pages, o.max_resumptions) == (2, 100, 10)
-    assert (o.handler_workers, o.era) == (4, "legacy")
+    assert (o.handler_workers, o.era, o.probe_timeout_s) == (4, "auto", 5)
 
 
 @pytest.mark.req("MCP-TIME-01")

@@ -125,7 +125,8 @@ def test_posts_and_delete_share_one_keep_alive_session_and_the_get_uses_its_own(
     assert verbs.count("DELETE") == 1 and verbs.count("GET") == 1
     post_ports = {port for verb, port in peers if verb in ("POST", "DELETE")}
     get_ports = {port for verb, port in peers if verb == "GET"}
-    # initialize, initialized, tools/list, three calls and DELETE: one kept-alive connection
+    # the era probe, initialize, initialized, tools/list, three calls and DELETE: one
+    # kept-alive connection
     assert len(post_ports) == 1, peers
     assert get_ports.isdisjoint(post_ports)
 

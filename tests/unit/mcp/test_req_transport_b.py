@@ -10,6 +10,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -519,7 +520,9 @@ def test_first_connect_discovers_before_ready_and_recovery_only_marks_stale(
     monkeypatch.setattr(Connection, "list_tools", spy)
     reg = connect(http_config(fake), options=OPTS)
     conn = reg.connection("h")
-    assert _sequence(fake) == ["initialize", "notifications/initialized", "GET", "tools/list"]
+    assert _sequence(fake) == [
+        "server/discover", "initialize", "notifications/initialized", "GET", "tools/list",
+    ]  # fmt: skip
     assert states == [("list", State.CONNECTING)] and conn.state is State.READY
     assert [t.prefixed_name for t in reg.tools()][:2] == ["h__echo", "h__sse_echo"]
     reg.call_tool("h__expire", {})
@@ -677,19 +680,22 @@ def test_later_content_and_requests_are_handled_under_an_older_version(
 
 
 @pytest.mark.req("MCP-VER-05")
-def test_the_stateless_era_is_never_attempted_by_default(
+def test_the_stateless_era_is_never_attempted_with_era_legacy(
     connect: Connect, tmp_path: Path, fake: FakeMcpHttp
 ) -> None:
-    assert McpOptions().era == "legacy" and FAST.era == "legacy"
+    assert McpOptions().era == "auto" and FAST.era == "auto"  # issue 16: auto by default
     record = tmp_path / "rec.jsonl"
-    reg = connect(stdio_config("--record", str(record)))
+    legacy_server = stdio_config("--record", str(record), era="legacy")
+    reg = connect(legacy_server)
     reg.call_tool("peer__echo", {"message": "x"})
     sent = recorded(record)
     assert sent[0]["method"] == "initialize"
     assert sent[0]["params"]["protocolVersion"] == "2025-11-25"
     assert "_meta" not in sent[0]["params"]
     assert not any(m.get("method") == "server/discover" for m in sent)
-    connect(http_config(fake), options=OPTS).call_tool("h__echo", {"message": "y"})
+    connect(http_config(fake), options=replace(OPTS, era="legacy")).call_tool(
+        "h__echo", {"message": "y"}
+    )
     posts = fake.seen("POST")
     assert posts[0].body["method"] == "initialize"
     assert not any(p.body.get("method") == "server/discover" for p in posts)
