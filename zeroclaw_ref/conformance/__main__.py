@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -178,7 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     paths = discover(fixtures, resolve_selection(args.paths, fixtures))
     levels = [lvl.strip() for lvl in args.levels.split(",") if lvl.strip()]
     chosen = select(paths, levels, args.tag, args.skip_tag, profiles)
-    agent = args.agent or default_agent()
+    agent = default_agent() if args.agent is None else args.agent
     options = RunOptions(
         agent=agent,
         timeout_scale=args.timeout_scale,
@@ -188,7 +189,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         hooks=frozenset(hooks),
         barrier=not args.no_barrier,
     )
+    try:
+        words = shlex.split(agent)
+    except ValueError as exc:
+        raise SelectionError(f"--agent: {exc}") from None
+    if not words:
+        raise SelectionError("--agent: empty command")
     print(f"agent: {agent}")
+    relative = [w for w in words if "/" in w and not w.startswith("/") and Path(w).exists()]
+    if relative:  # the agent starts in each scenario's own workspace ([TX-HOST-01])
+        sys.stderr.write(
+            f"warning: the agent runs in a scratch directory; {relative[0]} is relative\n"
+        )
     print(f"profiles: {', '.join(profiles)} ({why}); hooks: {', '.join(hooks) or 'none'}")
     left_out = len(select(paths, levels, args.tag, args.skip_tag)) - len(chosen)
     print(

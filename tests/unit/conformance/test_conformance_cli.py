@@ -147,6 +147,8 @@ def test_bad_input_to_list_show_and_run_is_one_error_line(
         ["run", "--fixtures", str(corpus), "--profile", "nope"],
         ["run", "--fixtures", str(corpus), "--hooks", "network"],
         ["run", "--fixtures", str(corpus), str(tmp_path / "nothing-here")],
+        ["run", "--fixtures", str(corpus), "--agent", 'agent "unclosed'],
+        ["run", "--fixtures", str(corpus), "--agent", ""],
     ]
     for argv in cases:
         assert main(argv) == 2, argv
