@@ -36,6 +36,9 @@ CASES = (
     "mcp_stdio_echo",
     "mcp_http_echo",
     "mcp_stdio_ready",
+    "mcp_stdio_probe",
+    "mcp_stdio_echo_modern",
+    "mcp_http_echo_modern",
     "mcp_import",
     "sandbox_cost",
 )
@@ -120,7 +123,7 @@ def check_budget(budget: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 
 def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     header = (
-        f"{'case':<16}{'agent':<9}{'median ms':>11}{'p90 ms':>10}{'n':>6}"
+        f"{'case':<22}{'agent':<9}{'median ms':>11}{'p90 ms':>10}{'n':>6}"
         f"{'ratio med':>11}{'ratio p90':>11}  budget"
     )
     print(header)
@@ -128,7 +131,7 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     for name, result in rows:
         agents = result["agents"]
         for agent, s in agents.items():
-            line = f"{name:<16}{agent:<9}{s['median_ms']:>11.3f}{s['p90_ms']:>10.3f}{s['n']:>6}"
+            line = f"{name:<22}{agent:<9}{s['median_ms']:>11.3f}{s['p90_ms']:>10.3f}{s['n']:>6}"
             print(line + (_ratios(agents, result["budgets"]) if agent == OURS else ""))
 
 
@@ -154,7 +157,7 @@ def _ratios(agents: dict[str, Any], budgets: list[dict[str, Any]]) -> str:
             else:
                 text += f"  {stat} ≤ {budget['max_ratio']} × {peer}: {verdict}"
         lines.append(text)
-    return ("\n" + " " * 52).join(lines)
+    return ("\n" + " " * 58).join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

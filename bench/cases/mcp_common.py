@@ -2,7 +2,8 @@
 
 Each sample is one session in a fresh process (`peers/mcp_echo_clients.py`): connect, the
 warm-up calls (discarded), the timed calls, close. server-everything runs on the machine's
-Node from `.peers/` (mcp.md §15.3).
+Node from `.peers/` (mcp.md §15.3); the 2026-07-28 cases use `peers/mcp_modern_echo_server.py`
+on the official Python SDK instead (server-everything speaks only the handshake era).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 REPO = BENCH_DIR.parent
 EVERYTHING = REPO / ".peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 CLIENTS = BENCH_DIR / "peers" / "mcp_echo_clients.py"
+MODERN_SERVER = BENCH_DIR / "peers" / "mcp_modern_echo_server.py"
 SESSION_TIMEOUT_S = 300
 
 
@@ -35,6 +37,18 @@ def missing() -> str | None:
     if importlib.util.find_spec("mcp") is None:
         return "pip install mcp==2.3.0 (the `test` extra)"
     return None
+
+
+def missing_modern() -> str | None:
+    """Why the 2026-07-28 cases cannot run here, or None (they need only the SDK)."""
+    if importlib.util.find_spec("mcp") is None:
+        return "pip install mcp==2.3.0 (the `test` extra)"
+    return None
+
+
+def modern_server_argv(mode: str, port: int | None = None) -> list[str]:
+    """The 2026-07-28 echo server: `stdio`, or `http` on `port`."""
+    return [sys.executable, str(MODERN_SERVER), mode, *([] if port is None else [str(port)])]
 
 
 def client_specs(names: tuple[str, ...]) -> list[AgentSpec]:
@@ -69,13 +83,15 @@ def _free_port() -> int:
 
 
 class HttpServer:
-    """server-everything in `streamableHttp` mode on a free loopback port (context manager)."""
+    """server-everything in `streamableHttp` mode on a free loopback port (context manager);
+    with `modern`, the 2026-07-28 SDK echo server instead."""
 
-    def __init__(self) -> None:
+    def __init__(self, modern: bool = False) -> None:
         self.port = _free_port()
         env = {**os.environ, "PORT": str(self.port)}
+        argv = modern_server_argv("http", self.port) if modern else server_argv("streamableHttp")
         self.proc = subprocess.Popen(
-            server_argv("streamableHttp"),
+            argv,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -86,13 +102,13 @@ class HttpServer:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("server-everything (streamableHttp) exited at start-up")
+                raise RuntimeError(f"the HTTP server exited at start-up: {self.proc.args}")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return self
             time.sleep(0.02)
         self.__exit__()
-        raise RuntimeError("server-everything (streamableHttp) did not listen within 20 s")
+        raise RuntimeError(f"the HTTP server did not listen within 20 s: {self.proc.args}")
 
     def __exit__(self, *_exc: object) -> None:
         self.proc.terminate()

@@ -2,10 +2,15 @@
 
     python bench/peers/mcp_echo_clients.py <client> stdio <server argv as JSON> <warm> <n>
     python bench/peers/mcp_echo_clients.py <client> http <url> <warm> <n>
+    python bench/peers/mcp_echo_clients.py <client> modern-stdio <server argv as JSON> <warm> <n>
+    python bench/peers/mcp_echo_clients.py <client> modern-http <url> <warm> <n>
 
 `client` is `ours` (zeroclaw_ref's `McpRegistry`), `sdk` (the official MCP Python SDK 2.3.0:
 `stdio_client` + `ClientSession` over stdio, `Client(url, mode="legacy")` over HTTP) or
 `minimal` (stdio only: one thread that writes a line and blocks on `readline`, MCP-PERF-01).
+The `modern-*` transports talk to a 2026-07-28 server (`mcp_modern_echo_server.py`): ours with
+`era = "auto"`, the SDK as `Client(..., mode="auto")`, and each must end in the 2026-07-28 era
+(checked before the clock starts) or the session fails.
 One session per process, so no client shares an interpreter, threads or a GC heap with another:
 connect, `warm` discarded calls, `n` timed calls, close; prints the timed calls (seconds) as a
 JSON list on stdout.
@@ -22,6 +27,7 @@ from collections.abc import Callable
 
 ARGS = {"message": "hello"}
 EXPECTED = "Echo: hello"
+MODERN = "2026-07-28"
 
 
 def _check(text: object) -> None:
@@ -48,16 +54,21 @@ def ours(transport: str, target: str, warm: int, n: int) -> list[float]:
     from zeroclaw_ref.config.model import McpServerConfig
     from zeroclaw_ref.mcp import McpOptions, McpRegistry
 
-    if transport == "stdio":
+    modern = transport.startswith("modern-")
+    if transport.endswith("stdio"):
         argv = json.loads(target)
         config = McpServerConfig(
             name="everything", transport="stdio", command=argv[0], args=tuple(argv[1:])
         )
     else:
         config = McpServerConfig(name="everything", transport="http", url=target)
-    with McpRegistry.connect_all([config], options=McpOptions()) as registry:
+    options = McpOptions(era="auto") if modern else McpOptions()
+    with McpRegistry.connect_all([config], options=options) as registry:
         if "everything" not in registry.servers():
-            raise RuntimeError("ours: could not connect to server-everything")
+            raise RuntimeError("ours: could not connect to the server")
+        era = getattr(registry.connection("everything"), "era", "legacy")
+        if modern and era != "modern":
+            raise RuntimeError(f"ours: ended in the {era} era, not {MODERN}")
 
         def call() -> object:
             return registry.call_tool("everything__echo", ARGS)["content"][0]["text"]  # type: ignore[index,call-overload]
@@ -71,8 +82,13 @@ def ours(transport: str, target: str, warm: int, n: int) -> list[float]:
 def sdk(transport: str, target: str, warm: int, n: int) -> list[float]:
     import asyncio
 
-    run = _sdk_stdio if transport == "stdio" else _sdk_http
-    return asyncio.run(run(target, warm, n))
+    runs = {
+        "stdio": _sdk_stdio,
+        "http": _sdk_http,
+        "modern-stdio": _sdk_modern,
+        "modern-http": _sdk_modern,
+    }
+    return asyncio.run(runs[transport](target, warm, n))
 
 
 async def _sdk_timed(call: Callable[[], object], warm: int, n: int) -> list[float]:
@@ -106,6 +122,20 @@ async def _sdk_http(url: str, warm: int, n: int) -> list[float]:
     from mcp import Client
 
     async with Client(url, mode="legacy") as client:
+        return await _sdk_timed(lambda: client.call_tool("echo", ARGS), warm, n)
+
+
+async def _sdk_modern(target: str, warm: int, n: int) -> list[float]:
+    """`Client(..., mode="auto")`: it probes, finds 2026-07-28 and stamps every request."""
+    from mcp import Client, StdioServerParameters
+
+    server: object = target
+    if target.startswith("["):
+        argv = json.loads(target)
+        server = StdioServerParameters(command=argv[0], args=argv[1:])
+    async with Client(server, mode="auto") as client:  # type: ignore[arg-type]
+        if client.protocol_version != MODERN:
+            raise RuntimeError(f"sdk: ended at {client.protocol_version}, not {MODERN}")
         return await _sdk_timed(lambda: client.call_tool("echo", ARGS), warm, n)
 
 

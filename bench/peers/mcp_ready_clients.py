@@ -8,6 +8,8 @@ READY: spawned, `initialize` answered, `notifications/initialized` sent and the 
 (its cost is MCP-PERF-05's); whatever `connect_all` imports on the way counts. `bare` times
 the server's own start-up as a blocking client sees it: `Popen` until the `initialize` result
 has been read (the write-a-line, block-on-`readline` loop of `mcp_echo_clients.minimal`).
+`legacy` is ours with `era = "legacy"` (no `server/discover` probe): against a legacy-only
+server, `ours` − `legacy` is what the probe of mcp.md §14.1 adds to a start-up (issue 16).
 One start-up per process; prints the elapsed seconds as JSON on stdout.
 """
 
@@ -31,7 +33,8 @@ INITIALIZE = {
 }
 
 
-def ours(argv: list[str]) -> float:
+def ours(argv: list[str], era: str | None = None) -> float:
+    """Our start-up with the default options (era detection on), or with `era` forced."""
     from zeroclaw_ref.config.model import McpServerConfig
     from zeroclaw_ref.mcp import McpOptions, McpRegistry
     from zeroclaw_ref.mcp.lifecycle import State
@@ -39,7 +42,7 @@ def ours(argv: list[str]) -> float:
     config = McpServerConfig(
         name="everything", transport="stdio", command=argv[0], args=tuple(argv[1:])
     )
-    options = McpOptions()
+    options = McpOptions() if era is None else McpOptions(era=era)  # type: ignore[arg-type]
     start = time.perf_counter()
     registry = McpRegistry.connect_all([config], options=options)
     elapsed = time.perf_counter() - start
@@ -85,7 +88,12 @@ def bare(argv: list[str]) -> float:
             proc.wait()
 
 
-CLIENTS: dict[str, Callable[[list[str]], float]] = {"ours": ours, "bare": bare}
+def legacy(argv: list[str]) -> float:
+    """Ours without the probe: straight to `initialize`."""
+    return ours(argv, "legacy")
+
+
+CLIENTS: dict[str, Callable[[list[str]], float]] = {"ours": ours, "bare": bare, "legacy": legacy}
 
 
 def main(argv: list[str]) -> int:
