@@ -268,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SelectionError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
     except BrokenPipeError:
         # [TX-CLI-01] the reader went away (``list | head``): stop quietly, as a pipe should
         devnull = os.open(os.devnull, os.O_WRONLY)
