@@ -180,7 +180,8 @@ def junit_document(contract: str, agent: str, outcome: RunOutcome) -> str:
         for entry in outcome.stale:
             case = ET.SubElement(suite, "testcase", name=entry, classname="expected-failures")
             ET.SubElement(case, "failure", message="stale entry: names no scenario")
-    totals = {k: sum(int(s.get(k, "0")) for s in root) for k in ("tests", "failures", "errors")}
+    keys = ("tests", "failures", "errors", "skipped")
+    totals = {k: sum(int(s.get(k, "0")) for s in root) for k in keys}
     for key, value in totals.items():
         root.set(key, str(value))
     props = ET.Element("properties")

@@ -126,6 +126,7 @@ def test_json_and_junit_documents_hold_one_record_per_scenario(
     assert data["summary"]["profiles"]["acp"]["not-applicable"] == 1
     assert data["summary"]["exit_status"] == 1 and data["contract"] == "2.9"
     root = ET.fromstring(junit.read_text())
+    assert (root.get("tests"), root.get("skipped")) == ("5", "2")
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     assert set(suites) == {"acp", "zeroclaw"}
     assert (suites["zeroclaw"].get("tests"), suites["zeroclaw"].get("failures")) == ("3", "2")
