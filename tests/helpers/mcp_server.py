@@ -141,6 +141,26 @@ class Server:
                 result["protocolVersion"] = a.version
         self.result(rid, result)
 
+    def m_server_discover(self, rid: Any, params: dict[str, Any]) -> None:
+        """The era probe, answered as a legacy server would (`--discover` picks how)."""
+        mode = self.args.discover
+        if mode == "silent":
+            return
+        if mode == "exit":
+            os._exit(0)
+        if mode == "invalid":
+            self.error(rid, -32602, "Invalid params")
+        elif mode == "bare-32022":
+            self.error(rid, -32022, "version?")  # a code alone, without data: no evidence
+        elif mode == "legacy-32022":
+            data = {"supported": ["2025-11-25"], "requested": "2026-07-28"}
+            error = {"code": -32022, "message": "use initialize", "data": data}
+            self.send({"jsonrpc": "2.0", "id": rid, "error": error})
+        elif mode == "result":
+            self.result(rid, {"supportedVersions": ["2025-11-25"], "capabilities": {}})
+        else:
+            self.error(rid, -32601, "Method not found")
+
     def m_tools_list(self, rid: Any, params: dict[str, Any]) -> None:
         a = self.args
         if a.tools_list == "error":
@@ -345,6 +365,11 @@ def main() -> None:
         "--caps", default='{"tools":{"listChanged":true},"resources":{},"prompts":{}}'
     )
     parser.add_argument("--init", default="ok", choices=["ok", "silent", "reject", "invalid"])
+    parser.add_argument(
+        "--discover",
+        default="error",
+        choices=["error", "silent", "exit", "invalid", "bare-32022", "legacy-32022", "result"],
+    )
     parser.add_argument(
         "--tools-list",
         default="ok",
