@@ -1,4 +1,5 @@
-"""`zeroclaw_ref mcp tools [--agent ALIAS] [--json]`: the tools an agent would be offered.
+"""`zeroclaw_ref mcp tools [--agent ALIAS] [--json]`: the tools an agent would be offered (and,
+with `--json`, the protocol era each granted server was found to speak).
 
 The listing goes through `resolve()` on the `gateway-tools` path (policy.md POL-PATH-10,
 POL-PATH-11), so it shows exactly what that front door shows: admitted deferred MCP stubs as
@@ -9,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.jsontypes import JSON
+
+if TYPE_CHECKING:
+    from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 
 
 def add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,7 +49,8 @@ def run_mcp_tools(
                 {"name": t.name, "description": t.description, "parameters": t.parameters}
                 for t in tools
             ]
-            out.write(json.dumps({"agent": alias, "tools": listed}, indent=2) + "\n")
+            body = {"agent": alias, "tools": listed, "servers": _eras(config, execution)}
+            out.write(json.dumps(body, indent=2) + "\n")
         else:
             width = max((len(t.name) for t in tools), default=0)
             for tool in tools:
@@ -54,3 +59,25 @@ def run_mcp_tools(
     finally:
         execution.close()  # [POL-RESOLVE-15] the listing's MCP connections
     return 0
+
+
+def _eras(config: ConfigSnapshot, execution: ResolvedAgentExecution) -> list[JSON]:
+    """[MCP-MOD-03] each granted server with the protocol era its connect found (None when it
+    did not connect or was not connected on this path) and whether it was detected or forced."""
+    from zeroclaw_ref.mcp import era
+
+    granted = set(execution.mcp.granted_servers)
+    servers: list[JSON] = []
+    for server in config.mcp.servers:
+        if server.name not in granted:
+            continue
+        seen = era.seen(server)
+        servers.append(
+            {
+                "name": server.name,
+                "era": seen.era if seen else None,
+                "protocolVersion": seen.protocol_version if seen else None,
+                "detected": seen.detected if seen else None,
+            }
+        )
+    return servers

@@ -470,3 +470,20 @@ def test_a_crashed_modern_server_is_restarted_and_nothing_is_replayed(
     assert after[0] == "server/discover"  # the new child's session, in the modern era
     assert "tools/call" in after and after.count("tools/call") == 1  # only the new call
     assert all(m["params"].get("name") != "crash" for m in _rounds(record, "tools/call")[1:])
+
+
+@pytest.mark.req("MCP-MOD-01", "MCP-VER-05")
+def test_the_era_key_of_a_server_table(tmp_path: Path) -> None:
+    from zeroclaw_ref.config.load import load_config
+    from zeroclaw_ref.config.model import ConfigError
+
+    base = '[[mcp.servers]]\nname = "x"\ncommand = "c"\n'
+    (tmp_path / "config.toml").write_text(base + 'era = "modern"\n')
+    (server,) = load_config(tmp_path, tmp_path / "data", {}).mcp.servers
+    assert server.era == "modern" and eras.setting(server, "auto") == "modern"
+    (tmp_path / "config.toml").write_text(base)
+    (server,) = load_config(tmp_path, tmp_path / "data", {}).mcp.servers
+    assert server.era is None and eras.setting(server, "auto") == "auto"
+    (tmp_path / "config.toml").write_text(base + 'era = "2026"\n')
+    with pytest.raises(ConfigError, match="era"):
+        load_config(tmp_path, tmp_path / "data", {})
