@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.runner import RunOptions, run_scenario
-from zeroclaw_ref.conformance.suite import discover
-from zeroclaw_ref.conformance.transcript import scenario_id
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "fixtures"
-SCENARIOS = discover(FIXTURES) if FIXTURES.is_dir() else []
+from tests.transcripts.corpus_runs import IDS, SCENARIOS, corpus_result
 
 
-def _options() -> RunOptions:
-    # The reference is run from the checkout, so the IUT needs the repository on its path.
-    inherited = os.environ.get("PYTHONPATH")
-    path = str(REPO) + (os.pathsep + inherited if inherited else "")
-    return RunOptions(env=(("PYTHONPATH", path),))
-
-
-@pytest.mark.parametrize(
-    "path", SCENARIOS, ids=[scenario_id(p, FIXTURES) or p.name for p in SCENARIOS]
-)
+@pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
 def test_scenario_passes_against_the_reference(path: Path) -> None:
-    result = run_scenario(path, FIXTURES, _options())
+    result = corpus_result(path)
     assert result.status == "pass", result.report

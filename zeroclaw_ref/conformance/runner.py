@@ -28,7 +28,6 @@ from .checks import check_frames
 from .exchange import (
     BARRIER_EXIT,
     BARRIER_GRACE,
-    Exchange,
     await_barrier,
     match_stderr,
     stderr_lines,
@@ -42,6 +41,7 @@ from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
 from .profiles import all_needs, capability_needs, missing
 from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
+from .schema import JudgedExchange
 from .transcript import Frame, Scenario, TranscriptError, frame_ignore, load, support_path
 from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
 
@@ -116,7 +116,7 @@ class ScenarioRun:
         self.peer_headers: Mapping[str, str] | None = None  # of the last message taken
         self.exit_seen = False
         self.env: dict[str, str] = {}
-        self.exchange = Exchange()
+        self.exchange = JudgedExchange(sc)  # [TX-LINT-03] the official schema judges too
         self.stderr_offset = 0
 
     # -- lifecycle ---------------------------------------------------------
@@ -257,7 +257,7 @@ class ScenarioRun:
             status = iut.wait(self.sc.timeout_exit * self.options.timeout_scale)
             raise failure("unexpected-exit", frame, f"the IUT closed stdout ({_how(status)})")
         self.history["acp"].append("<-- " + event.text)
-        if self.exchange.received(event.value):
+        if self.exchange.received(event.value, frame):
             self._judge_capabilities()
         return event
 

@@ -23,7 +23,12 @@ for; without it :func:`validator` returns None and says so once on stderr, and t
 on without this judge. Our own test suite installs it (the ``test`` extra), so there it always
 judges.
 
-How the runner uses it (one :class:`Conversation` per IUT connection)::
+The runner's ``ScenarioRun`` uses :class:`JudgedExchange` as its ``exchange``: it is the
+runner's ``Exchange`` (which already sees every line written on ``acp`` and every message taken
+from it) with the judge added, and fails the scenario with reason ``schema`` at the first agent
+message that breaks the schema, naming the frame being run, the message, the JSON Pointer and
+the schema's complaint. Other callers can drive the judge directly (one :class:`Conversation`
+per IUT connection)::
 
     judge = schema.validator(fixtures)            # None: no schema or no jsonschema
     talk = judge.conversation(schema.exceptions(sc.header)) if judge else None
@@ -53,7 +58,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
-from .jsonlex import JSON, Real
+from .exchange import Exchange
+from .jsonlex import JSON, JsonError, Real, dumps, loads
+from .match import Mismatch
+from .report import failure
+from .transcript import Frame, Scenario
 
 SCHEMA_FILE = Path("schema") / "acp-v1.schema.json"
 PINS_FILE = Path("schema") / "pins.json"
@@ -437,3 +446,55 @@ def _id_key(value: JSON) -> tuple[str, str] | None:
     if isinstance(value, str):
         return ("str", value)
     return None
+
+
+class JudgedExchange(Exchange):
+    """The runner's ``Exchange`` with the schema judge on every ``acp`` message.
+
+    Without a pinned schema or without ``jsonschema`` it is the plain ``Exchange``. A copy that
+    does not match its pin, or a malformed ``x-schema-exception``, fails the scenario at the
+    first message the agent sends, with reason ``schema`` and the cause.
+    """
+
+    def __init__(self, sc: Scenario) -> None:
+        super().__init__()
+        self.talk: Conversation | None = None
+        self.unusable: str | None = None
+        try:
+            judge = validator(sc.fixtures)
+            if judge is not None:
+                self.talk = judge.conversation(exceptions(sc.header))
+        except SchemaError as exc:
+            self.unusable = str(exc)
+
+    def sent(self, data: bytes) -> None:
+        super().sent(data)
+        if self.talk is None:
+            return
+        try:
+            value = loads(data.decode("utf-8").strip())
+        except (UnicodeDecodeError, JsonError):
+            return  # a deliberately malformed line: nothing to type responses by
+        for item in value if isinstance(value, list) else [value]:
+            self.talk.sent(item)
+
+    def received(self, value: JSON, frame: Frame | None = None) -> bool:
+        """Judge one agent message (raising ``Failed``), then follow it as ``Exchange`` does."""
+        if self.unusable is not None:
+            raise failure("schema", frame, f"the schema judge cannot run: {self.unusable}")
+        problems = self.talk.received(value) if self.talk is not None else []
+        if problems:
+            pointer = problems[0].split(": ", 1)[0]
+            raise failure(
+                "schema",
+                frame,
+                f"the agent's message breaks the ACP schema: {problems[0]}",
+                mismatch=Mismatch(pointer, "schema", "schema-valid", problems[0]),
+                extra=[
+                    f"schema problems ({self.talk.judge.version if self.talk else '?'}):",
+                    *(f"  {p}" for p in problems),
+                    "message:",
+                    f"  {dumps(value)}",
+                ],
+            )
+        return super().received(value)
