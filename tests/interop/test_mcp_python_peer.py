@@ -47,7 +47,11 @@ from zeroclaw_ref.mcp.lifecycle import State
 pytestmark = pytest.mark.peer("mcp-python-sdk")
 
 PEER_SCRIPT = Path(__file__).resolve().parents[1] / "peers" / "python_mcp_peer.py"
-OPTS = McpOptions(init_timeout_s=30, list_timeout_s=30, default_tool_timeout_s=30)
+# The peer is dual-era (mcp 2.3.0 serves 2026-07-28 too), and era auto would connect to it in
+# the modern era; MCP-PEER-06 is about the handshake era (sessions, the GET stream, server
+# requests, initialize counts), so this module pins `era = "legacy"`. The same peer in the
+# modern era: tests/interop/test_mcp_modern_peer.py.
+OPTS = McpOptions(init_timeout_s=30, list_timeout_s=30, default_tool_timeout_s=30, era="legacy")
 # Transports of the client, and the peer mode behind each test parameter.
 CLIENT_TRANSPORT = {
     "stdio": "stdio",

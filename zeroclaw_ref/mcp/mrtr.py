@@ -68,9 +68,14 @@ def request(
                 version_retried = True  # [MCP-MOD-06] once, with a version we both speak
                 conn.use_version(chosen)
                 continue
-            raise m.explain(conn.name, op, exc, conn.modern_version) from exc
+            explained = m.explain(conn.name, op, exc, conn.modern_version)
+            if explained is exc:
+                raise
+            raise explained from exc
         except (e.McpTimeoutError, e.McpCancelledError) as exc:
-            raise _during(conn, exc, rounds, timeout, op) from exc
+            if rounds == 0:
+                raise
+            raise _during(conn, exc, timeout, op) from exc
         if m.result_kind(conn.name, method, result) == m.COMPLETE:
             if rounds == 0 and not version_retried:
                 conn.cache.put(method, params, result)
@@ -114,11 +119,9 @@ def _well_formed(asked: JSON, state: JSON) -> bool:
     return bool(asked) or state is not None
 
 
-def _during(conn: Connection, exc: e.McpError, rounds: int, timeout: float, op: str) -> e.McpError:
+def _during(conn: Connection, exc: e.McpError, timeout: float, op: str) -> e.McpError:
     """After a first round was written, a later round that never left still leaves the
     request's outcome unknown: report the "during" texts, not "before writing"."""
-    if rounds == 0:
-        return exc
     if isinstance(exc, e.McpCancelledError):
         return e.cancelled_during(conn.name, op)
     return e.timed_out_during(conn.name, timeout, op)

@@ -245,3 +245,33 @@ def test_a_timed_out_modern_call_is_cancelled_by_closing_its_stream(
         reg.call_tool("h__slow", {})
     assert "notifications/cancelled" not in modern.methods()
     assert not [p for p in modern.seen("POST") if "id" not in p.body]  # no notification POST
+
+
+@pytest.mark.req("MCP-MOD-13", "MCP-HTTP-36")
+def test_an_ended_listen_stream_is_reopened_and_the_lists_refetched(
+    connect: Connect, modern: FakeModernHttp
+) -> None:
+    reg = connect(config(modern.url))
+    conn = reg.connection("h")
+    modern.state.listen_closed.clear()
+    with modern.state.lock:
+        (handler, _done), *_ = modern.state.streams
+    handler.connection.shutdown(2)  # the server ends the stream (a restart, a proxy timeout)
+    wait_for(lambda: modern.methods().count("subscriptions/listen") == 2, "the listen to reopen")
+    listens = [p.body for p in modern.seen("POST") if p.body["method"] == "subscriptions/listen"]
+    assert listens[1]["id"] > listens[0]["id"]  # a new request id
+    assert conn.tools_stale is True  # what changed meanwhile is unknown: listed again
+    reg.call_tool("h__change", {})
+    assert reg.refresh_if_stale() is True
+
+
+@pytest.mark.req("MCP-MOD-02", "MCP-SSE-03")
+def test_a_server_configured_as_sse_that_only_takes_posts_is_probed_for_the_modern_era(
+    connect: Connect, modern: FakeModernHttp, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        reg = connect(McpServerConfig(name="h", transport="sse", url=modern.url))
+    assert "refused the SSE stream; using Streamable HTTP" in caplog.text
+    assert reg.connection("h").era == "modern"
+    assert text_of(reg.call_tool("h__echo", {"message": "s"})) == "Echo: s"
+    assert modern.methods()[0] == "server/discover"
