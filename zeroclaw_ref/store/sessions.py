@@ -1,7 +1,8 @@
 """The ACP session store: session rows and one row per completed turn (acp.md §8).
 
 Implements ACP-STORE-01, ACP-STORE-04, ACP-STORE-06 to ACP-STORE-09 and ACP-STORE-15 to
-ACP-STORE-17, and the reads behind ACP-LOAD-02 and ACP-LOAD-06.
+ACP-STORE-17, the reads behind ACP-LOAD-02 and ACP-LOAD-06, and the pages behind the stable
+`session/list` (ZC-LIST-03); `delete` also serves `session/delete` (ZC-DEL-03).
 
 Design note.
   Goals: the one write of a completed turn is atomic, and every failure is a
@@ -9,8 +10,10 @@ Design note.
   Plan: a `SessionStore` owns one `Database` (one connection, one lock, DESIGN §10);
   each public method is one transaction. The store keeps the JSON text it is given and
   never parses messages or updates: their meaning belongs to the engine and `acp/`.
-  Caveats: `acp sessions delete` may remove a row while a server still serves that
-  session; the server's next `append_turn` then fails with `StoreError` (ACP-STORE-16).
+  Caveats: `acp sessions delete` (or `session/delete` on another server's connection) may
+  remove a row while a server still serves that session; the server's next `append_turn` then
+  fails with `StoreError` (ACP-STORE-16). Pages are read without an index on
+  `last_activity`: a store holds a person's sessions, hundreds, not millions.
 """
 
 from __future__ import annotations
