@@ -42,7 +42,7 @@ from .placeholders import PlaceholderError
 from .report import Failed, failure
 from .runner import RunOptions, ScenarioRun
 from .suite import SelectionError, discover
-from .transcript import Frame, Problem, Scenario, TranscriptError, display_path, load
+from .transcript import Frame, Problem, Scenario, TranscriptError, display_path, frame_ignore, load
 
 DETERMINISTIC = ("ZEROCLAW_REF_DETERMINISTIC", "1")
 # Problems record may meet in a golden it is about to redraw: scaffold wildcards
@@ -116,17 +116,19 @@ class _Recorder(_Deterministic):
             return self._next_acp(frame, deadline).value
         return self._next_peer(frame, deadline)
 
-    def _generaliser(self) -> Generaliser:
-        ignore = [split_pointer(p) for p in self.sc.ignore]
+    def _generaliser(self, frame: Frame | None = None) -> Generaliser:
+        # [TX-MATCH-07] an expect frame's own patterns are left out of its draft too
+        own = (frame_ignore(frame) or ()) if frame is not None else ()
+        ignore = [split_pointer(p) for p in (*self.sc.ignore, *own)]
         return Generaliser(self.host, dict(self.bindings), self.masks, ignore)
 
     def _expect(self, frame: Frame) -> None:
         # [TX-RECORD-01] one message, as run takes it; a "${_}" scaffold too
         actual = self._take(frame, self._deadline(frame, self.sc.timeout_expect))
-        gen = self._generaliser()
+        gen = self._generaliser(frame)
         new = gen.value(frame.value, actual)
         self._note(frame, gen)
-        miss = match(new, actual, self._ctx())
+        miss = match(new, actual, self._ctx(frame))
         if miss is not None:
             raise failure(
                 "mismatch",

@@ -11,6 +11,7 @@ import pytest
 
 from zeroclaw_ref.conformance.checks import check_frames
 from zeroclaw_ref.conformance.options import RunOptions
+from zeroclaw_ref.conformance.record import record_scenario
 from zeroclaw_ref.conformance.runner import run_scenario
 from zeroclaw_ref.conformance.transcript import TranscriptError, load
 
@@ -136,3 +137,13 @@ def test_an_expected_member_at_a_frame_ignored_pointer_is_refused_by_lint(tmp_pa
     path = _scenario(tmp_path, _init() + _prompt(["/result/stopReason"]), ["/result/extra"])
     problems = check_frames(load(path, path.parents[2]))
     assert [p.rule for p in problems] == ["TX-MATCH-07"]
+
+
+@pytest.mark.req("TX-MATCH-07", "TX-RECORD-02")
+def test_record_leaves_a_frame_s_ignored_members_out_of_its_draft(tmp_path: Path) -> None:
+    frames = _init() + _prompt(["/result/sessionId", "/result/content"])
+    path = _scenario(tmp_path, frames, ["/result/extra"])
+    agent = shlex.join([sys.executable, "-c", AGENT])
+    out = record_scenario(path, path.parents[2], RunOptions(agent=agent, barrier=False))
+    assert out.error == ""
+    assert out.new_text == out.old_text  # the draft did not gain sessionId and content
