@@ -32,7 +32,7 @@ url = "https://docs.example/mcp"
 """
 SERVER_KEYS = {
     "name", "transport", "command", "args", "env", "url", "headers", "tool_timeout_secs",
-    "startup_timeout_secs", "pinned_resources", "tls_ca_cert_path", "max_response_bytes",
+    "startup_timeout_secs", "pinned_resources", "tls_ca_cert_path", "max_response_bytes", "era",
 }  # fmt: skip
 
 
