@@ -250,14 +250,16 @@ def test_barrier_ends_a_settled_acp_scenario_without_waiting_for_the_exit(tmp_pa
 
 
 @pytest.mark.req("TX-BARRIER-01")
-def test_an_agent_that_never_answers_the_barrier_request_fails(tmp_path: Path) -> None:
+def test_an_agent_that_neither_answers_the_barrier_nor_exits_fails(tmp_path: Path) -> None:
     path, fixtures = write_scenario(tmp_path, "silent", INIT, profile="acp")
     assert run_with(path, fixtures, "none").status == "pass"
-    result = run_with(path, fixtures, "ignores-extensions")
+    result = run_with(path, fixtures, "ignores-extensions-lingers")
     assert (result.status, result.reason) == ("fail", "timeout"), result.report
     assert "quiescence barrier" in result.report
-    # without the barrier the same agent passes: quiescence after the exit decides
-    options = RunOptions(agent=f"{sys.executable} {FAKE} ignores-extensions", barrier=False)
+    # one that exits on end of input instead of answering is judged by quiescence after exit
+    assert run_with(path, fixtures, "ignores-extensions").status == "pass"
+    # and without the barrier the lingering one is killed unjudged after the short exit wait
+    options = RunOptions(agent=f"{sys.executable} {FAKE} ignores-extensions-lingers", barrier=False)
     assert run_scenario(path, fixtures, options).status == "pass"
 
 

@@ -132,11 +132,14 @@ def match_stderr(
 def await_barrier(
     iut: AgentProcess, history: MutableSequence[str], seconds: float, grace: float
 ) -> list[str]:
-    """Write the barrier request; return the messages that arrived before its answer.
+    """Write the barrier request and end of input; return what arrived before the answer.
 
-    When none did, wait the grace period: a straggler is put back for the
-    quiescence check to report. An agent that has stopped reading or closes
-    stdout instead of answering is left to that check too.
+    Closing stdin right behind the barrier lets an agent that exits on end of
+    input do so at once, so its exit, not the grace, ends the wait. When
+    nothing came early, wait up to the grace for a straggler or for stdout to
+    end; either is put back for the quiescence check. An agent that has
+    stopped reading, or ends stdout instead of answering, is left to that
+    check too.
 
     Raises:
         Failed: no answer before the deadline, or a line that pollutes stdout.
@@ -145,6 +148,7 @@ def await_barrier(
     history.append("--> (barrier) " + text)
     if not iut.write((text + "\n").encode("utf-8")):
         return []
+    iut.close_input()
     deadline = time.monotonic() + seconds
     early: list[str] = []
     while True:

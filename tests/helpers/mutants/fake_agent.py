@@ -75,7 +75,7 @@ def handle(msg: dict[str, object]) -> None:
         argv = params.get("argv")
         assert isinstance(argv, list)
         spawn_peer(req_id, [str(a) for a in argv])
-    elif MUTATION == "ignores-extensions" and str(method).startswith("_"):
+    elif MUTATION.startswith("ignores-extensions") and str(method).startswith("_"):
         return
     elif req_id is not None:
         code = -32600 if MUTATION == "wrong-error-code" else -32601
@@ -89,7 +89,7 @@ def main() -> int:
         assert peer.stdin is not None
         peer.stdin.close()
         peer.wait()
-    if MUTATION in ("no-exit-on-eof", "extra-message-lingers"):
+    if MUTATION in ("no-exit-on-eof", "extra-message-lingers", "ignores-extensions-lingers"):
         threading.Event().wait()  # never returns; the runner must kill us
     return 3 if MUTATION == "exit-status" else 0
 
