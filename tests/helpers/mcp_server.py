@@ -123,6 +123,9 @@ class Server:
         a = self.args
         if a.init == "silent":
             return
+        if getattr(self, "refuse_initialize", False):
+            self.error(rid, -32600, "Invalid request: initialize must come first")
+            return
         if a.init == "reject":
             self.error(rid, -32602, "unsupported client")
             return
@@ -145,6 +148,10 @@ class Server:
         """The era probe, answered as a legacy server would (`--discover` picks how)."""
         mode = self.args.discover
         if mode == "silent":
+            return
+        if mode == "strict":  # a server that takes nothing but initialize first, ever
+            self.refuse_initialize = True
+            self.error(rid, -32600, "Invalid request: not initialized")
             return
         if mode == "exit":
             os._exit(0)
@@ -358,6 +365,12 @@ class Server:
         os._exit(int(a.get("code", 5)))
 
 
+# How the era probe is answered: as legacy servers do (an error, silence, an exit, a refusal of
+# everything but initialize first), or with things that are no modern evidence either.
+DISCOVER_MODES = ["error", "silent", "exit", "strict", "invalid", "bare-32022", "legacy-32022"]
+DISCOVER_MODES.append("result")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--version", default="2025-11-25")
@@ -368,7 +381,7 @@ def main() -> None:
     parser.add_argument(
         "--discover",
         default="error",
-        choices=["error", "silent", "exit", "invalid", "bare-32022", "legacy-32022", "result"],
+        choices=DISCOVER_MODES,
     )
     parser.add_argument(
         "--tools-list",

@@ -83,22 +83,27 @@ def _cached_legacy(conn: Connection, deadline: float, init_t: float) -> None:
 
 def _legacy_after_probe(conn: Connection, deadline: float, init_t: float) -> None:
     """`initialize` after a failed probe; a modern refusal of it (a slow server that took the
-    timed-out probe after all) sends us back to discover, and a child that died of the probe
-    is respawned once."""
+    timed-out probe after all) sends us back to discover, and a stdio child that the probe
+    confused (it died, or it refuses `initialize` now) is started again once (MCP-MOD-04)."""
     try:
         legacy(conn, deadline, init_t, detected=True)
+        return
     except e.McpRpcError as exc:
-        if not m.is_modern_error(_error_of(exc), over_http=conn.transport.over_http):
+        if m.is_modern_error(_error_of(exc), over_http=conn.transport.over_http):
+            discover(conn, deadline, init_t, detected=True)
+            return
+        if conn.transport.over_http or time.monotonic() >= deadline:
             raise
-        discover(conn, deadline, init_t, detected=True)
+        why = "refused initialize after the era probe"
     except (e.McpOutcomeUnknownError, e.McpConnectError):
         # (a child that died of the probe fails `initialize` as outcome unknown, or as a
         # refused write when it was already gone)
         if conn.transport.over_http or time.monotonic() >= deadline:
             raise
-        log.info("MCP server `%s` ended after the era probe; starting it again", conn.name)
-        conn.respawn(deadline)
-        legacy(conn, deadline, init_t, detected=True)
+        why = "ended after the era probe"
+    log.info("MCP server `%s` %s; starting it again", conn.name, why)
+    conn.respawn(deadline)
+    legacy(conn, deadline, init_t, detected=True)
 
 
 def _error_of(exc: e.McpRpcError) -> JSONObject:

@@ -144,6 +144,17 @@ def test_a_child_that_exits_on_the_probe_is_respawned_before_initialize(
     assert methods(record)[:3] == ["server/discover", "initialize", "tools/list"]
 
 
+@pytest.mark.req("MCP-MOD-04")
+def test_a_child_that_refuses_initialize_after_the_probe_is_respawned(
+    connect: Connect, tmp_path: Path
+) -> None:
+    record = tmp_path / "rec.jsonl"
+    reg = connect(stdio_config("--discover", "strict", "--record", str(record)))
+    assert reg.connection("peer").era == "legacy"
+    # child 1: probe, refused initialize; child 2: initialize first, and it stays
+    assert methods(record)[:4] == ["server/discover", "initialize", "initialize", "tools/list"]
+
+
 @pytest.mark.req("MCP-MOD-01", "MCP-INIT-11")
 def test_a_probe_that_is_never_answered_times_out_and_initialize_follows(
     connect: Connect, tmp_path: Path, caplog: pytest.LogCaptureFixture
