@@ -222,10 +222,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = RunOutcome(results, stale, args.strict)
     contract = contract_version(fixtures)
     print("\n".join(summary_lines(contract, outcome)))
-    if args.json is not None:
-        args.json.write_text(json_document(contract, agent, outcome), encoding="utf-8")
-    if args.junit is not None:
-        args.junit.write_text(junit_document(contract, agent, outcome), encoding="utf-8")
+    documents = ((args.json, json_document), (args.junit, junit_document))
+    for target, render in documents:
+        if target is None:
+            continue
+        try:
+            target.write_text(render(contract, agent, outcome), encoding="utf-8")
+        except OSError as exc:
+            raise SelectionError(f"{target}: cannot write: {exc.strerror}") from None
     return outcome.exit_status()
 
 

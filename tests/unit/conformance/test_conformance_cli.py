@@ -150,6 +150,7 @@ def test_bad_input_to_list_show_and_run_is_one_error_line(
         ["run", "--fixtures", str(corpus), str(tmp_path / "nothing-here")],
         ["run", "--fixtures", str(corpus), "--agent", 'agent "unclosed'],
         ["run", "--fixtures", str(corpus), "--agent", ""],
+        ["run", "--fixtures", str(corpus), "--agent", AGENT, "--json", str(tmp_path / "no" / "x")],
     ]
     for argv in cases:
         assert main(argv) == 2, argv
