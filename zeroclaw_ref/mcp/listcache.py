@@ -99,12 +99,10 @@ class ListCache:
                 del _shared[entry]
 
     def clear(self) -> None:
-        """A new incarnation of the server: nothing it said before is trusted."""
+        """A new session with the server: nothing it said to this connection is kept (shared
+        public entries keep their TTL; a list-change notification still evicts them)."""
         with self._lock:
             self._own.clear()
-        with _shared_lock:
-            for entry in [k for k in _shared if k[0] == self._scope]:
-                del _shared[entry]
 
 
 def clear_shared() -> None:
