@@ -221,7 +221,10 @@ def test_parity_l1_read_only_refuses_act_tools(tmp_path: Path) -> None:
         results = tool_results(captured.one("a", "acp"))
     assert results == {
         "file_write": "Error: Security policy: read-only mode, cannot perform 'file_write'",
-        "srv__tool": "Error: Unknown tool: srv__tool",  # no MCP tool exists yet (issue 6)
+        # The granted server never started: the model is told why (issue 16 item 6).
+        "srv__tool": "Error: Failed to connect to MCP server `srv`: failed to create transport"
+        " for MCP server `srv`: failed to spawn MCP server `srv`: [Errno 2] No such file or"
+        " directory: 'parity-l1-never-started'",
     }
     assert not (ws / "ro.txt").exists()
 

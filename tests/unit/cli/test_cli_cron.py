@@ -121,6 +121,8 @@ def test_the_daemon_takes_the_configuration_as_it_is_on_disk_at_every_tick(
         return 0
 
     monkeypatch.setattr(cron_cmd, "_daemon", fake_daemon)
+    # main() installs the process's stderr handler (propagate off): not in a shared test run.
+    monkeypatch.setattr(main.logsetup, "configure", lambda level=0: None)
     for name in [n for n in os.environ if n.startswith("ZEROCLAW")]:
         monkeypatch.delenv(name)
     assert main.main(["--config-dir", str(cfg), "cron", "daemon"]) == 0
