@@ -206,7 +206,9 @@ def test_a_deadline_aborts_a_streamed_body_by_socket_shutdown_only(
     monkeypatch.setattr(RequestsBody, "chunks", spy_chunks)
     monkeypatch.setattr(RequestsBody, "close", spy_close)
     monkeypatch.setattr(RequestsBody, "shutdown", spy_shutdown)
-    reg = connect(http_config(fake), options=OPTS)
+    # A legacy-era connection: an era probe would read its own (aborted) body on the connect
+    # thread, which is not the streamed body this test follows.
+    reg = connect(http_config(fake, era="legacy"), options=OPTS)
     # the server sends one event and then keeps the stream open for 30 s
     with pytest.raises(McpTimeoutError, match=r"timed out after 0\.5s during tool call `slow`"):
         call(reg, "slow", timeout=0.5, seconds=30)
