@@ -51,8 +51,11 @@ def _expected_errors() -> list[tuple[str, int, str]]:
     out = []
     for path in sorted((REPO / "fixtures" / "acp").rglob("*.jsonl")):
         lines = path.read_text(encoding="utf-8").splitlines()
-        if json.loads(lines[0]).get("profile") == "acp":
+        header = json.loads(lines[0])
+        if header.get("profile") == "acp":
             continue  # base-ACP scenarios leave codes and texts to the agent under test
+        if any(r.startswith("ZC-") for r in header.get("requirements", [])):
+            continue  # the project's own methods (session/list, delete) have their own texts
         for line in lines[1:]:
             frame = json.loads(line)
             if frame.get("ch", "acp") != "acp":
