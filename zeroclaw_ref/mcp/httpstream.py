@@ -171,11 +171,7 @@ class GetListener:
             body = self._body
             seen = parser.events_seen
             try:
-                for chunk in body.chunks():
-                    for event in parser.feed(chunk):
-                        deliver(transport.name, transport.router, event, self._generation)
-            except (OSError, ValueError):
-                pass
+                _pump(transport, parser, body, self._generation)
             finally:
                 self.is_open = False
                 self._body = None
@@ -201,6 +197,17 @@ class GetListener:
         body = self._body
         if body is not None:
             body.shutdown()
+
+
+def _pump(transport: HttpTransport, parser: SseParser, body: RequestsBody, generation: int) -> None:
+    """Hand every event of `body` on as it arrives, until the stream ends or breaks (a broken
+    stream is the caller's cue to reopen it, so the error itself is not reported)."""
+    try:
+        for chunk in body.chunks():
+            for event in parser.feed(chunk):
+                deliver(transport.name, transport.router, event, generation)
+    except (OSError, ValueError):
+        pass
 
 
 class ListenStream:
@@ -250,11 +257,7 @@ class ListenStream:
             body = self._body
             seen = parser.events_seen
             try:
-                for chunk in body.chunks():
-                    for event in parser.feed(chunk):
-                        deliver(transport.name, transport.router, event, self._generation)
-            except (OSError, ValueError):
-                pass
+                _pump(transport, parser, body, self._generation)
             finally:
                 self._body = None
                 body.close()

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import wait_for
 from tests.helpers.acp_client import AcpProcess
 from tests.unit.mcp.conftest import Connect
+from zeroclaw_ref.config.load import EMBEDDED_DEFAULT
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.mcp import McpOptions
 
@@ -114,23 +115,10 @@ def test_interpreter_exit_without_close_ends_the_group(tmp_path: Path) -> None:
             os.kill(grandchild, signal.SIGKILL)
 
 
-AGENT_CONFIG = """\
-schema_version = 1
-
-[providers.demo]
-kind = "demo"
-model = "demo"
-
-[risk_profiles.default]
-level = "supervised"
-
-[runtime_profiles.default]
-
-[agents.default]
-model_provider = "demo"
-risk_profile = "default"
-runtime_profile = "default"
-mcp_bundles = ["b"]
+# The embedded default (demo model, agent `default`), with the peer granted through a bundle.
+AGENT_CONFIG = (
+    EMBEDDED_DEFAULT
+    + """mcp_bundles = ["b"]
 acp_enable_mcp = true
 
 [[mcp.servers]]
@@ -141,6 +129,7 @@ args = {args}
 [mcp_bundles.b]
 servers = ["peer"]
 """
+)
 
 
 @pytest.mark.req("MCP-LIFE-10", "MCP-STDIO-23")
