@@ -21,7 +21,7 @@ from typing import Final, Protocol
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
-from zeroclaw_ref.mcp.scrub import (
+from zeroclaw_ref.mcp.untrusted import (
     CapabilityFailure,
     check_is_error,
     prompt_definition,

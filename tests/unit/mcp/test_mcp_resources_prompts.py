@@ -10,7 +10,7 @@ from tests.helpers.fake_mcp import FakeMcp, FakeServer
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON
 from zeroclaw_ref.mcp.adapters import McpPromptsTool, McpResourcesTool
-from zeroclaw_ref.mcp.scrub import escape_attr, prompt_wrapper, resource_wrapper
+from zeroclaw_ref.mcp.untrusted import escape_attr, prompt_wrapper, resource_wrapper
 from zeroclaw_ref.tools.base import ToolContext, ToolResult
 
 CTX = ToolContext(cancel=CancelToken())
