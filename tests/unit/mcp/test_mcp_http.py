@@ -6,8 +6,8 @@ import itertools
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -16,6 +16,7 @@ from tests.helpers.fake_mcp_http import FakeMcpHttp
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CancelToken
+from zeroclaw_ref.core.jsontypes import JSON
 from zeroclaw_ref.mcp import (
     ClientHandlers,
     McpCancelledError,
@@ -26,8 +27,11 @@ from zeroclaw_ref.mcp import (
     McpTimeoutError,
     accept_with_defaults,
 )
+from zeroclaw_ref.mcp import http as http_module
+from zeroclaw_ref.mcp.httpstream import deliver
 from zeroclaw_ref.mcp.lifecycle import State
 from zeroclaw_ref.mcp.ssestream import Oversized, SseEvent, SseParser
+from zeroclaw_ref.mcp.transport import Router
 
 OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5)
 
@@ -113,12 +117,69 @@ def test_sse_replies_are_found_among_other_events(
     assert any(r.name == "zeroclaw_ref.mcp.server.h" for r in caplog.records)
 
 
+class _RecordingRouter(Router):
+    """Collects what a stream hands to the connection; the other duties are never used."""
+
+    def __init__(self) -> None:
+        self.routed: list[object] = []
+
+    def route(self, value: JSON, generation: int) -> None:
+        self.routed.append(value)
+
+    def transport_failed(self, generation: int, cause: str, stderr_tail: str = "") -> None:
+        raise AssertionError(cause)
+
+    def mark_broken(self, generation: int, lossy: bool) -> None:
+        raise AssertionError("mark_broken")
+
+    def pending_count(self) -> int:
+        return 0
+
+    def fail_pending(self, error_text: str) -> None:
+        raise AssertionError(error_text)
+
+
+@pytest.mark.req("MCP-HTTP-22")
+def test_only_message_events_reach_the_connection(caplog: pytest.LogCaptureFixture) -> None:
+    """An event of another type carries a well-formed JSON-RPC reply: it must still be
+    dropped (with a DEBUG line), while the same reply as a default-typed event is routed."""
+    reply = {"jsonrpc": "2.0", "id": 3, "result": {}}
+    stream = SseParser().feed(
+        f"event: other\ndata: {json.dumps(reply)}\n\n"
+        f"event: endpoint\ndata: {json.dumps(reply)}\n\n"
+        f"data: {json.dumps(reply)}\n\n".encode()
+    )
+    router = _RecordingRouter()
+    with caplog.at_level(logging.DEBUG, logger="zeroclaw_ref.mcp.httpstream"):
+        for event in stream:
+            deliver("h", router, event, 0)
+    assert router.routed == [reply]
+    ignored = [r for r in caplog.records if r.levelno == logging.DEBUG and "other" in r.message]
+    assert ignored, "the ignored event type is logged at DEBUG"
+
+
 @pytest.mark.req("MCP-HTTP-25", "MCP-HTTP-26", "MCP-HTTP-27", "MCP-CONF-05")
-def test_a_broken_stream_resumes_with_last_event_id(connect: Connect, fake: FakeMcpHttp) -> None:
+def test_a_broken_stream_resumes_with_last_event_id(
+    connect: Connect, fake: FakeMcpHttp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream ends after `id: r1` and `retry: 200`: the client waits the announced 200 ms
+    (observed as the timeout it hands to the exchange's abort event, not by a clock) and
+    then reopens with `Last-Event-ID: r1`."""
+    waits: list[float | None] = []
+
+    class RecordingEvent(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout)
+            return super().wait(timeout)
+
+    @dataclass
+    class RecordingExchange(http_module.Exchange):
+        aborted: threading.Event = field(default_factory=RecordingEvent)
+
+    monkeypatch.setattr(http_module, "Exchange", RecordingExchange)
     reg = connect(http_config(fake), options=OPTS)
-    start = time.monotonic()
     assert _text(reg.call_tool("h__resume", {})) == "resumed"
-    assert time.monotonic() - start >= 0.15  # waited the 200 ms retry (minus tolerance)
+    assert waits == [0.2]  # the retry the server announced, before the one reopen
     resumed = [g for g in fake.seen("GET") if "Last-Event-ID" in g.headers]
     assert resumed and resumed[0].headers["Last-Event-ID"] == "r1"
 
