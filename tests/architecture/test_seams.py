@@ -1,5 +1,6 @@
 """POL-RESOLVE-04: only the resolver mints executions, only the registry module mints
-registries, and no front door builds tools, approval managers or security policies."""
+registries, and no front door builds tools, approval managers or security policies.
+POL-RESOLVE-03: every surface of a turn is computed inside `resolve()` (policy.md §6.1)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from tests.architecture._imports import PACKAGE as PACKAGE_DIR
 from tests.architecture._imports import module_name, package_files
+from zeroclaw_ref.engine.resolve import PathRequest, resolve
 
 MINTERS = {
     "ResolvedAgentExecution": {"zeroclaw_ref.engine.resolve"},
@@ -101,7 +103,7 @@ def test_execution_refuses_every_other_way_of_being_made(execution: object) -> N
 @pytest.fixture
 def execution(tmp_path):  # type: ignore[no-untyped-def]
     from zeroclaw_ref.config.load import load_config
-    from zeroclaw_ref.engine.resolve import PathRequest, resolve
+    from zeroclaw_ref.engine.resolve import PathRequest
 
     config = load_config(tmp_path / "cfg", tmp_path / "data", {})
     return resolve(config, "default", PathRequest("cli-run"))
@@ -122,3 +124,93 @@ def test_the_gateway_never_reaps_idle_sessions() -> None:
     server = ast.parse((PACKAGE_DIR / "acp" / "server.py").read_text(encoding="utf-8"))
     # the names above must still be the reaper's, or this test would pass vacuously
     assert "reap_idle" in {n.name for n in ast.walk(server) if isinstance(n, ast.FunctionDef)}
+
+
+RESOLVER = "zeroclaw_ref.engine.resolve"
+REGISTRY = "zeroclaw_ref.engine.registry"
+
+
+# Each builder of a turn surface, and the only modules allowed to call it: the resolver, the
+# registry's assemble() (which only resolve() calls, POL-RESOLVE-04), and the component that
+# owns the builder. Configuration validation may compute the effective profile to check it.
+SURFACE_BUILDERS: dict[str, set[str]] = {
+    "effective_profile": {RESOLVER, "zeroclaw_ref.config.validate"},  # approvals, security
+    "SecurityPolicy.build": {RESOLVER},
+    "build_universe": {RESOLVER},  # tools
+    "ScopedToolRegistry.assemble": {RESOLVER},
+    "ApprovalManager": {RESOLVER},  # approvals
+    "ResolvedRuntimeKnobs": {RESOLVER},  # runtime knobs
+    "create_provider": {RESOLVER},  # model access
+    "ResolvedModelAccess": {RESOLVER},
+    "mcp_servers_for_agent": {RESOLVER, REGISTRY},  # MCP scope
+    "ResolvedMcpScope": {RESOLVER},
+    "connect_servers": {REGISTRY},
+    "memory_path": {RESOLVER, "zeroclaw_ref.tools.memory"},  # memory
+    "ResolvedMemory": {RESOLVER},
+    "load_skills": {RESOLVER},  # skills
+    "skill_tools": {REGISTRY},
+    "build_skill_tools": {REGISTRY},
+    "peripheral_tools": {REGISTRY},  # peripherals
+    "build_system_prompt": {RESOLVER},  # the system prompt
+    "ResolvedIo": {RESOLVER},
+}
+
+
+def _callees() -> list[tuple[str, str, int]]:
+    """Every call as (module, callee, line), both `name` and `Owner.attr` forms."""
+    found = []
+    for path in package_files():
+        mod = module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name):
+                found.append((mod, func.id, node.lineno))
+            elif isinstance(func, ast.Attribute):
+                found.append((mod, func.attr, node.lineno))
+                if isinstance(func.value, ast.Name):
+                    found.append((mod, f"{func.value.id}.{func.attr}", node.lineno))
+    return found
+
+
+@pytest.mark.req("POL-RESOLVE-03")
+def test_no_construction_path_computes_a_turn_surface_itself() -> None:
+    calls = _callees()
+    bad = [
+        f"{mod}:{line} calls {name}"
+        for mod, name, line in calls
+        if name in SURFACE_BUILDERS and mod not in SURFACE_BUILDERS[name]
+    ]
+    assert not bad, bad
+    # and the resolver really does compute each of them itself (the list is not stale)
+    in_resolver = {name for mod, name, _ in calls if mod == RESOLVER}
+    owned = {n for n, mods in SURFACE_BUILDERS.items() if RESOLVER in mods}
+    assert owned <= in_resolver, owned - in_resolver
+
+
+@pytest.mark.req("POL-RESOLVE-03")
+def test_construction_paths_get_their_execution_from_resolve_and_can_say_only_their_own_part() -> (
+    None
+):
+    # What a path may tell resolve(): its name and what only it knows; no field can carry a
+    # tool list, an approval manager, knobs, MCP servers, memory, skills, a model or a prompt.
+    fields = {f.name for f in dataclasses.fields(PathRequest)}
+    assert fields == {
+        "path",
+        "approver",
+        "caller_allowed",
+        "session_workspace",
+        "parent",
+        "interactive",
+    }
+    callers = {mod for mod, name, _ in _callees() if name == "resolve" and mod != RESOLVER}
+    paths = {
+        "zeroclaw_ref.acp.server",
+        "zeroclaw_ref.cli.agent",
+        "zeroclaw_ref.cli.mcp_cmd",
+        "zeroclaw_ref.gateway.api",
+        "zeroclaw_ref.cron.scheduler",
+        "zeroclaw_ref.engine.delegation",
+    }
+    assert paths <= callers, paths - callers

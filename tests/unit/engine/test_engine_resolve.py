@@ -544,3 +544,44 @@ def test_resolve_runs_its_steps_in_the_fixed_order(
         "risk", "security", "knobs", "model", "mcp", "skills", "memory", "assemble", "approval",
         "prompt", "mint",
     ]  # fmt: skip
+
+
+SURFACES = (
+    "tools.names",
+    "approval.level",
+    "approval.always_ask",
+    "knobs.max_tool_iterations",
+    "mcp.granted_servers",
+    "memory.enabled",
+    "skills.loaded",
+    "assembly.connect_peripherals",
+    "model.provider",
+    "prompt.system",
+)
+
+
+@pytest.mark.req("POL-RESOLVE-03")
+def test_the_same_request_gives_the_same_surfaces_whatever_the_caller_holds(
+    tmp_path: Path,
+) -> None:
+    """Everything that shapes a turn follows from (config, alias, request) alone: the
+    configuration change shows up in the surfaces, and nothing else does."""
+    cfg = tmp_path / "cfg"
+    (cfg / "agents" / "a" / "workspace" / "skills" / "s1").mkdir(parents=True)
+    (cfg / "agents" / "a" / "workspace" / "skills" / "s1" / "SKILL.md").write_text("Skill.")
+    text = (
+        '[providers.demo]\nkind = "demo"\n[risk_profiles.r]\nalways_ask = ["shell"]\n'
+        "[runtime_profiles.t]\nmax_tool_iterations = 5\n"
+        '[agents.a]\nmodel_provider = "demo"\nrisk_profile = "r"\nruntime_profile = "t"\n'
+        'system_prompt = "Be terse."\n'
+    )
+    (cfg / "config.toml").write_text(text)
+    config = load_config(cfg, tmp_path / "data", {})
+    first = resolve(config, "a", PathRequest("cli-run")).snapshot()
+    second = resolve(config, "a", PathRequest("cli-run")).snapshot()
+    assert {k: first[k] for k in SURFACES} == {k: second[k] for k in SURFACES}
+    assert first["knobs.max_tool_iterations"] == 5 and first["approval.always_ask"] == ["shell"]
+    assert first["skills.loaded"] == ["s1"] and "Be terse." in str(first["prompt.system"])
+    (cfg / "config.toml").write_text(text.replace("= 5", "= 6"))
+    changed = resolve(load_config(cfg, tmp_path / "data", {}), "a", PathRequest("cli-run"))
+    assert changed.snapshot()["knobs.max_tool_iterations"] == 6

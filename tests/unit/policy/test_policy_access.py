@@ -1,16 +1,31 @@
-"""The two access predicates and the bundle grant (policy.md §2)."""
+"""The two access predicates and the bundle grant (policy.md §2); POL-ACCESS-01: each predicate
+filters its own kinds of tool and never the other's (§2.1)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.fake_mcp import FakeMcp, FakeServer
 from zeroclaw_ref.config.load import load_config
-from zeroclaw_ref.config.model import DEFAULT_AUTO_APPROVE
+from zeroclaw_ref.config.model import (
+    DEFAULT_AUTO_APPROVE,
+    AutonomyConfig,
+    ConfigSnapshot,
+    McpServerConfig,
+)
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.engine import mcp_step
+from zeroclaw_ref.engine import resolve as resolve_module
+from zeroclaw_ref.engine.resolve import PathRequest, ResolvedAgentExecution, resolve
 from zeroclaw_ref.policy.access import ToolAccessPolicy
 from zeroclaw_ref.policy.approvals import ApprovalManager, Requirement
 from zeroclaw_ref.policy.bundles import mcp_servers_for_agent
+from zeroclaw_ref.policy.security import SecurityPolicy
+from zeroclaw_ref.tools.base import ToolContext, ToolResult
 
 PROFILE = ToolAccessPolicy(("file_read",), frozenset({"filesystem__write_file"}), None)
 
@@ -117,3 +132,85 @@ def test_approval_lists_match_exact_names_and_only_the_star_wildcard(
 ) -> None:
     manager = ApprovalManager("supervised", auto_approve, always_ask, "none", None)
     assert manager.requirement(name) is expected
+
+
+# --- POL-ACCESS-01 --------------------------------------------------------------------------
+
+
+@pytest.mark.req("POL-ACCESS-01")
+def test_the_two_predicates_exist_and_disagree_on_double_underscore_names(tmp_path: Path) -> None:
+    profile = AutonomyConfig(allowed_tools=("shell",))
+    security = SecurityPolicy.build(profile, tmp_path, tmp_path)
+    access = ToolAccessPolicy(security.allowed_tools, security.excluded_tools, None)
+    assert security.is_tool_allowed("shell") and access.is_tool_allowed("shell")
+    assert not security.is_tool_allowed("file_read") and not access.is_tool_allowed("file_read")
+    # the one place they differ: a `__` name is admitted only by the access policy
+    assert not security.is_tool_allowed("srv__tool")
+    assert access.is_tool_allowed("srv__tool")
+
+
+@dataclasses.dataclass(frozen=True)
+class OddBuiltin:
+    """A stand-in built-in whose name happens to contain `__`."""
+
+    name: str = "odd__builtin"
+    description: str = "a built-in with a double underscore"
+    act: bool = False
+
+    @property
+    def parameters(self) -> JSONObject:
+        return {"type": "object", "properties": {}}
+
+    def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
+        return ToolResult.ok("ran")
+
+
+def _restricted(tmp_path: Path) -> ConfigSnapshot:
+    cfg = tmp_path / "cfg"
+    skill = cfg / "agents" / "a" / "workspace" / "skills" / "helper"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("A helper.")
+    (skill / "SKILL.toml").write_text(
+        '[[tools]]\nname = "greet"\ndescription = "Say hi"\ncommand = "echo hi"\n'
+    )
+    (cfg / "model.json").write_text(json.dumps({"turns": []}))
+    (cfg / "config.toml").write_text(
+        '[providers.demo]\nkind = "demo"\n'
+        '[risk_profiles.r]\nallowed_tools = ["shell", "mcp_resources"]\n'
+        "[runtime_profiles.t]\n"
+        '[agents.a]\nmodel_provider = "demo"\nrisk_profile = "r"\nruntime_profile = "t"\n'
+        'mcp_bundles = ["b"]\n'
+        '[[mcp.servers]]\nname = "fs"\ncommand = "fake"\n'
+        '[mcp_bundles.b]\nservers = ["fs"]\n'
+    )
+    return load_config(cfg, tmp_path / "data", {})
+
+
+@pytest.mark.req("POL-ACCESS-01")
+def test_builtins_are_filtered_by_the_security_policy_and_mcp_and_skill_tools_by_the_access_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_universe = resolve_module.build_universe
+
+    def universe_with_odd_builtin(security: SecurityPolicy, settings: object) -> tuple[object, ...]:
+        return (*real_universe(security, settings), OddBuiltin())  # type: ignore[arg-type]
+
+    def connect(servers: tuple[McpServerConfig, ...], workspace: Path | None) -> FakeMcp:
+        return FakeMcp({"fs": FakeServer(tools=[("read_file", "Read"), ("stat", "Stat")])})
+
+    monkeypatch.setattr(resolve_module, "build_universe", universe_with_odd_builtin)
+    monkeypatch.setattr(mcp_step, "connect_servers", connect)
+    execution: ResolvedAgentExecution = resolve(_restricted(tmp_path), "a", PathRequest("cli-run"))
+    try:
+        names = execution.io.tools.names
+        origin = execution.io.tools.origin
+        # built-ins: exact names only, so the `__` built-in is not let in by the `__` rule
+        assert origin.builtin == ("shell",)
+        assert "odd__builtin" not in names
+        # capability tools: plain names, listed exactly
+        assert origin.capability == ("mcp_resources",)
+        # MCP and skill tools: `__` names admitted without an entry
+        assert set(origin.mcp) == {"fs__read_file", "fs__stat"}
+        assert origin.skill == ("helper__greet",)
+    finally:
+        execution.close()
