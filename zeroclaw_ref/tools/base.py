@@ -124,6 +124,11 @@ class Tool(Protocol):
 
     `act` is the class of policy.md §4.1: an act tool changes state outside the turn and is
     refused at level `read_only` by the engine (POL-AUTO-06, POL-AUTO-09).
+
+    Every tool states its spec the same way, as plain attributes: `ClassVar`s in the class
+    body when the spec is fixed (`shell`, `file_read`, …), set once in `__init__` when it comes
+    from data (a skill's manifest, an MCP server's listing, the agent's delegates). The members
+    are read-only here, so callers never change a tool's spec.
     """
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from zeroclaw_ref.core.clock import Clock, SystemClock, rfc3339
 from zeroclaw_ref.core.ids import IdFactory, RandomIds
@@ -136,28 +137,25 @@ class CronAddTool:
 
     settings: ToolSettings
     ids: IdFactory = field(default_factory=RandomIds)
-    name: str = "cron_add"
-    description: str = (
+    name: ClassVar[str] = "cron_add"
+    description: ClassVar[str] = (
         "Schedule a prompt to run later as this agent: at a time, after a delay, every N "
         "milliseconds, or on a five-field cron expression in an IANA time zone. Optional "
         "allowed_tools limits which tools each run may use."
     )
-    act: bool = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "schedule": _SCHEDULE_SCHEMA,
-                "prompt": {"type": "string", "description": "The message each run starts with."},
-                "name": {"type": "string", "description": "A unique name for this job."},
-                "job_type": {"type": "string", "enum": ["agent"]},
-                "allowed_tools": {"type": "array", "items": {"type": "string"}},
-                "delete_after_run": {"type": "boolean"},
-            },
-            "required": ["schedule", "prompt"],
-        }
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "schedule": _SCHEDULE_SCHEMA,
+            "prompt": {"type": "string", "description": "The message each run starts with."},
+            "name": {"type": "string", "description": "A unique name for this job."},
+            "job_type": {"type": "string", "enum": ["agent"]},
+            "allowed_tools": {"type": "array", "items": {"type": "string"}},
+            "delete_after_run": {"type": "boolean"},
+        },
+        "required": ["schedule", "prompt"],
+    }
+    act: ClassVar[bool] = True
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         return _with_store(self.settings, lambda store: self._add(store, arguments, context))
@@ -198,13 +196,10 @@ class CronListTool:
     """List the calling agent's jobs."""
 
     settings: ToolSettings
-    name: str = "cron_list"
-    description: str = "List this agent's scheduled jobs as JSON."
-    act: bool = False
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {"type": "object", "properties": {}}
+    name: ClassVar[str] = "cron_list"
+    description: ClassVar[str] = "List this agent's scheduled jobs as JSON."
+    parameters: ClassVar[JSONObject] = {"type": "object", "properties": {}}
+    act: ClassVar[bool] = False
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         agent = self.settings.agent_alias
@@ -220,17 +215,14 @@ class CronRemoveTool:
     """Remove one of the calling agent's jobs by id or name."""
 
     settings: ToolSettings
-    name: str = "cron_remove"
-    description: str = "Remove one of this agent's scheduled jobs, by job id or job name."
-    act: bool = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {"job_id": {"type": "string", "description": "A job id or name."}},
-            "required": ["job_id"],
-        }
+    name: ClassVar[str] = "cron_remove"
+    description: ClassVar[str] = "Remove one of this agent's scheduled jobs, by job id or job name."
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {"job_id": {"type": "string", "description": "A job id or name."}},
+        "required": ["job_id"],
+    }
+    act: ClassVar[bool] = True
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         return _with_store(self.settings, lambda store: self._remove(store, arguments))

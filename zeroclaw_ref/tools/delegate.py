@@ -7,7 +7,7 @@ objects (POL-DELEG-03).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import ClassVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.policy.security import SecurityPolicy
@@ -21,24 +21,23 @@ from zeroclaw_ref.tools.base import (
 )
 
 
-@dataclass(frozen=True, slots=True)
 class DelegateTool:
     """Runs a prompt as one of the agent's `delegates` (act tool)."""
 
-    settings: ToolSettings
-    name: str = "delegate"
-    description: str = (
+    name: ClassVar[str] = "delegate"
+    description: ClassVar[str] = (
         "Delegate a task to another agent. The agent works on its own with its own tools and "
         "returns its final answer."
     )
-    act: bool = True
+    act: ClassVar[bool] = True
 
-    @property
-    def parameters(self) -> JSONObject:
-        return {
+    def __init__(self, settings: ToolSettings) -> None:
+        self.settings = settings
+        # The one part of the spec that comes from data: the agents this one may name.
+        self.parameters: JSONObject = {
             "type": "object",
             "properties": {
-                "agent": {"type": "string", "enum": list(self.settings.delegates)},
+                "agent": {"type": "string", "enum": list(settings.delegates)},
                 "prompt": {"type": "string"},
                 "context": {"type": "string"},
             },

@@ -16,7 +16,7 @@ import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.limits import MAX_BLOB_BYTES
@@ -139,29 +139,18 @@ class DeliverFile:
 
     security: SecurityPolicy
 
-    @property
-    def name(self) -> str:
-        return "deliver_file"
-
-    @property
-    def description(self) -> str:
-        return DESCRIPTION
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {  # [ACP-DELIV-01]
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "The file to deliver."},
-                "mimeType": {"type": "string", "description": "Optional MIME type."},
-                "title": {"type": "string", "description": "Optional display label."},
-            },
-            "required": ["path"],
-        }
-
-    @property
-    def act(self) -> bool:
-        return False
+    name: ClassVar[str] = "deliver_file"
+    description: ClassVar[str] = DESCRIPTION
+    parameters: ClassVar[JSONObject] = {  # [ACP-DELIV-01]
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "The file to deliver."},
+            "mimeType": {"type": "string", "description": "Optional MIME type."},
+            "title": {"type": "string", "description": "Optional display label."},
+        },
+        "required": ["path"],
+    }
+    act: ClassVar[bool] = False
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         raw = argument(arguments, "path")

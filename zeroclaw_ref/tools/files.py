@@ -13,7 +13,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.limits import MAX_BLOB_BYTES
@@ -94,33 +94,22 @@ class FileRead:
 
     security: SecurityPolicy
 
-    @property
-    def name(self) -> str:
-        return "file_read"
-
-    @property
-    def description(self) -> str:
-        return (
-            "Read a file inside the workspace. Returns numbered lines (use offset and limit "
-            'for a range) or, with encoding "base64", the raw bytes in base64.'
-        )
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "path": _string_schema("File path, relative to the workspace or absolute."),
-                "offset": {"type": "integer", "description": "First line to return (1-based)."},
-                "limit": {"type": "integer", "description": "Number of lines to return."},
-                "encoding": {"type": "string", "enum": ["utf8", "base64"]},
-            },
-            "required": ["path"],
-        }
-
-    @property
-    def act(self) -> bool:
-        return False
+    name: ClassVar[str] = "file_read"
+    description: ClassVar[str] = (
+        "Read a file inside the workspace. Returns numbered lines (use offset and limit "
+        'for a range) or, with encoding "base64", the raw bytes in base64.'
+    )
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "path": _string_schema("File path, relative to the workspace or absolute."),
+            "offset": {"type": "integer", "description": "First line to return (1-based)."},
+            "limit": {"type": "integer", "description": "Number of lines to return."},
+            "encoding": {"type": "string", "enum": ["utf8", "base64"]},
+        },
+        "required": ["path"],
+    }
+    act: ClassVar[bool] = False
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         raw = argument(arguments, "path")
@@ -153,32 +142,21 @@ class FileWrite:
 
     security: SecurityPolicy
 
-    @property
-    def name(self) -> str:
-        return "file_write"
-
-    @property
-    def description(self) -> str:
-        return (
-            "Write a file inside the workspace, creating missing parent directories and "
-            'replacing any existing file. With encoding "base64" the content is base64.'
-        )
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "path": _string_schema("File path, relative to the workspace or absolute."),
-                "content": _string_schema("The new content of the file."),
-                "encoding": {"type": "string", "enum": ["utf8", "base64"]},
-            },
-            "required": ["path", "content"],
-        }
-
-    @property
-    def act(self) -> bool:
-        return True
+    name: ClassVar[str] = "file_write"
+    description: ClassVar[str] = (
+        "Write a file inside the workspace, creating missing parent directories and "
+        'replacing any existing file. With encoding "base64" the content is base64.'
+    )
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "path": _string_schema("File path, relative to the workspace or absolute."),
+            "content": _string_schema("The new content of the file."),
+            "encoding": {"type": "string", "enum": ["utf8", "base64"]},
+        },
+        "required": ["path", "content"],
+    }
+    act: ClassVar[bool] = True
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         raw = argument(arguments, "path")
@@ -218,32 +196,21 @@ class FileEdit:
 
     security: SecurityPolicy
 
-    @property
-    def name(self) -> str:
-        return "file_edit"
-
-    @property
-    def description(self) -> str:
-        return (
-            "Edit a file inside the workspace by replacing the single occurrence of old_string "
-            "with new_string. Fails when old_string is absent or occurs more than once."
-        )
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "path": _string_schema("File path, relative to the workspace or absolute."),
-                "old_string": _string_schema("Exact text to replace; must occur once."),
-                "new_string": _string_schema("Replacement text."),
-            },
-            "required": ["path", "old_string", "new_string"],
-        }
-
-    @property
-    def act(self) -> bool:
-        return True
+    name: ClassVar[str] = "file_edit"
+    description: ClassVar[str] = (
+        "Edit a file inside the workspace by replacing the single occurrence of old_string "
+        "with new_string. Fails when old_string is absent or occurs more than once."
+    )
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "path": _string_schema("File path, relative to the workspace or absolute."),
+            "old_string": _string_schema("Exact text to replace; must occur once."),
+            "new_string": _string_schema("Replacement text."),
+        },
+        "required": ["path", "old_string", "new_string"],
+    }
+    act: ClassVar[bool] = True
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         raw = argument(arguments, "path")

@@ -9,6 +9,7 @@ so the store is never opened there.
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 from zeroclaw_ref.core.clock import Clock, SystemClock, rfc3339
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -65,18 +66,16 @@ class _MemoryTool:
     it as `Error executing <tool>: <detail>` (POL-TOOL-03), and the next call retries.
     """
 
-    name = ""
-    description = ""
-    act = True
+    # each subclass states its spec (tools/base.py `Tool`)
+    name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[JSONObject]
+    act: ClassVar[bool]
 
     def __init__(self, memory: LazyMemory, settings: ToolSettings, clock: Clock) -> None:
         self.memory = memory
         self.settings = settings
         self.clock = clock
-
-    @property
-    def parameters(self) -> JSONObject:
-        raise NotImplementedError
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         """Run the call against the store, which is opened now if this is the first use."""
@@ -92,24 +91,21 @@ class _MemoryTool:
 class MemoryStoreTool(_MemoryTool):
     """`memory_store`: insert or replace one entry by key."""
 
-    name = "memory_store"
-    description = (
+    name: ClassVar[str] = "memory_store"
+    description: ClassVar[str] = (
         "Save a fact or note to long-term memory under a key; storing an existing key "
         "replaces its entry. category defaults to core."
     )
-    act = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "key": {"type": "string", "description": "A unique key for the entry."},
-                "content": {"type": "string", "description": "The text to remember."},
-                "category": {"type": "string", "description": "A category (default core)."},
-            },
-            "required": ["key", "content"],
-        }
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "description": "A unique key for the entry."},
+            "content": {"type": "string", "description": "The text to remember."},
+            "category": {"type": "string", "description": "A category (default core)."},
+        },
+        "required": ["key", "content"],
+    }
+    act: ClassVar[bool] = True
 
     def _call(self, arguments: JSON) -> ToolResult:
         key, content = argument(arguments, "key"), argument(arguments, "content")
@@ -128,27 +124,24 @@ class MemoryStoreTool(_MemoryTool):
 class MemoryRecallTool(_MemoryTool):
     """`memory_recall`: keyword recall, or the newest entries without a query."""
 
-    name = "memory_recall"
-    description = (
+    name: ClassVar[str] = "memory_recall"
+    description: ClassVar[str] = (
         "Search long-term memory by keywords (each word matched in keys and contents); "
         "omit query or pass * for the most recently updated entries."
     )
-    act = False
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Keywords to look for."},
-                "limit": {
-                    "type": "integer",
-                    "description": "At most this many entries (default 5).",
-                    "minimum": 1,
-                    "maximum": MAX_LIMIT,
-                },
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Keywords to look for."},
+            "limit": {
+                "type": "integer",
+                "description": "At most this many entries (default 5).",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
             },
-        }
+        },
+    }
+    act: ClassVar[bool] = False
 
     def _call(self, arguments: JSON) -> ToolResult:
         query = _optional_text(arguments, "query")
@@ -158,17 +151,14 @@ class MemoryRecallTool(_MemoryTool):
 class MemoryForgetTool(_MemoryTool):
     """`memory_forget`: delete one entry by key."""
 
-    name = "memory_forget"
-    description = "Delete the long-term memory entry with the given key."
-    act = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {"key": {"type": "string", "description": "The key to delete."}},
-            "required": ["key"],
-        }
+    name: ClassVar[str] = "memory_forget"
+    description: ClassVar[str] = "Delete the long-term memory entry with the given key."
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {"key": {"type": "string", "description": "The key to delete."}},
+        "required": ["key"],
+    }
+    act: ClassVar[bool] = True
 
     def _call(self, arguments: JSON) -> ToolResult:
         key = argument(arguments, "key")
@@ -182,18 +172,17 @@ class MemoryForgetTool(_MemoryTool):
 class MemoryExportTool(_MemoryTool):
     """`memory_export`: every entry (or one category's) as a JSON array."""
 
-    name = "memory_export"
-    description = "Export long-term memory as a JSON array, optionally only one category."
-    act = False
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "category": {"type": "string", "description": "Only entries of this category."}
-            },
-        }
+    name: ClassVar[str] = "memory_export"
+    description: ClassVar[str] = (
+        "Export long-term memory as a JSON array, optionally only one category."
+    )
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "category": {"type": "string", "description": "Only entries of this category."}
+        },
+    }
+    act: ClassVar[bool] = False
 
     def _call(self, arguments: JSON) -> ToolResult:
         entries = self._store().export(_optional_text(arguments, "category"))
@@ -205,25 +194,22 @@ class MemoryExportTool(_MemoryTool):
 class MemoryPurgeTool(_MemoryTool):
     """`memory_purge`: delete every entry matching the given filters."""
 
-    name = "memory_purge"
-    description = (
+    name: ClassVar[str] = "memory_purge"
+    description: ClassVar[str] = (
         "Delete every long-term memory entry of a category and/or a conversation "
         "(session_id); at least one filter is required."
     )
-    act = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "category": {"type": "string", "description": "Delete entries of this category."},
-                "session_id": {
-                    "type": "string",
-                    "description": "Delete entries stored by this conversation.",
-                },
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "category": {"type": "string", "description": "Delete entries of this category."},
+            "session_id": {
+                "type": "string",
+                "description": "Delete entries stored by this conversation.",
             },
-        }
+        },
+    }
+    act: ClassVar[bool] = True
 
     def _call(self, arguments: JSON) -> ToolResult:
         category = _optional_text(arguments, "category")

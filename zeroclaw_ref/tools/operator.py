@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import ClassVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.policy.security import SecurityPolicy
@@ -40,24 +41,21 @@ def _timeout(value: JSON, default: int | None) -> int | None:
 class AskUserTool:
     """`ask_user`: a question with choices, answered by the operator (act tool)."""
 
-    name: str = "ask_user"
-    description: str = (
+    name: ClassVar[str] = "ask_user"
+    description: ClassVar[str] = (
         "Ask the user a question and wait for the answer. Give the choices the user can pick "
         "from; the result is the chosen text."
     )
-    act: bool = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "question": {"type": "string", "description": "The question to ask."},
-                "choices": {"type": "array", "items": {"type": "string"}},
-                "timeout_secs": {"type": "integer", "minimum": 0},
-            },
-            "required": ["question"],
-        }
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "The question to ask."},
+            "choices": {"type": "array", "items": {"type": "string"}},
+            "timeout_secs": {"type": "integer", "minimum": 0},
+        },
+        "required": ["question"],
+    }
+    act: ClassVar[bool] = True
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         question = _trimmed(argument(arguments, "question"))
@@ -79,26 +77,23 @@ class AskUserTool:
 class EscalateTool:
     """`escalate_to_human`: tell the operator something needs a human (act tool)."""
 
-    name: str = "escalate_to_human"
-    description: str = (
+    name: ClassVar[str] = "escalate_to_human"
+    description: ClassVar[str] = (
         "Escalate to a human operator with a summary, optional context and an urgency "
         "(low, medium, high or critical)."
     )
-    act: bool = True
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string"},
-                "context": {"type": "string"},
-                "urgency": {"type": "string", "enum": list(URGENCIES)},
-                "wait_for_response": {"type": "boolean"},
-                "timeout_secs": {"type": "integer", "minimum": 0},
-            },
-            "required": ["summary"],
-        }
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string"},
+            "context": {"type": "string"},
+            "urgency": {"type": "string", "enum": list(URGENCIES)},
+            "wait_for_response": {"type": "boolean"},
+            "timeout_secs": {"type": "integer", "minimum": 0},
+        },
+        "required": ["summary"],
+    }
+    act: ClassVar[bool] = True
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         summary = _trimmed(argument(arguments, "summary"))

@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from zeroclaw_ref.config.model import PeripheralBoard, PeripheralsConfig
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
@@ -319,13 +319,14 @@ class GpioReadTool:
     """[POL-PERIPH-14] read one pin of the board that provides the tools."""
 
     port: _Port
-    name: str = "gpio_read"
-    description: str = "Read the level of a GPIO pin on the connected serial board."
-    act: bool = False  # [POL-PERIPH-08] a read tool
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {"type": "object", "properties": {"pin": _pin_schema()}, "required": ["pin"]}
+    name: ClassVar[str] = "gpio_read"
+    description: ClassVar[str] = "Read the level of a GPIO pin on the connected serial board."
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {"pin": _pin_schema()},
+        "required": ["pin"],
+    }
+    act: ClassVar[bool] = False  # [POL-PERIPH-08] a read tool
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         pin = _pin(arguments)
@@ -341,20 +342,17 @@ class GpioWriteTool:
     """[POL-PERIPH-15] drive one pin of the board that provides the tools."""
 
     port: _Port
-    name: str = "gpio_write"
-    description: str = "Set a GPIO pin on the connected serial board low (0) or high (1)."
-    act: bool = True  # [POL-PERIPH-08] driving a pin is an action
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "pin": _pin_schema(),
-                "value": {"type": "integer", "enum": [0, 1], "description": "0 = low, 1 = high"},
-            },
-            "required": ["pin", "value"],
-        }
+    name: ClassVar[str] = "gpio_write"
+    description: ClassVar[str] = "Set a GPIO pin on the connected serial board low (0) or high (1)."
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "pin": _pin_schema(),
+            "value": {"type": "integer", "enum": [0, 1], "description": "0 = low, 1 = high"},
+        },
+        "required": ["pin", "value"],
+    }
+    act: ClassVar[bool] = True  # [POL-PERIPH-08] driving a pin is an action
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         pin = _pin(arguments)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.policy.security import NUL_REFUSAL, PathRefusal, SecurityPolicy, is_within
@@ -144,28 +144,17 @@ class GlobSearch:
 
     security: SecurityPolicy
 
-    @property
-    def name(self) -> str:
-        return "glob_search"
-
-    @property
-    def description(self) -> str:
-        return (
-            "List workspace files matching a glob pattern relative to the workspace "
-            "(for example src/**/*.py). Returns workspace-relative paths, sorted."
-        )
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {"pattern": {"type": "string", "description": "Relative glob."}},
-            "required": ["pattern"],
-        }
-
-    @property
-    def act(self) -> bool:
-        return False
+    name: ClassVar[str] = "glob_search"
+    description: ClassVar[str] = (
+        "List workspace files matching a glob pattern relative to the workspace "
+        "(for example src/**/*.py). Returns workspace-relative paths, sorted."
+    )
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {"pattern": {"type": "string", "description": "Relative glob."}},
+        "required": ["pattern"],
+    }
+    act: ClassVar[bool] = False
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         pattern = argument(arguments, "pattern")
@@ -306,37 +295,25 @@ class ContentSearch:
 
     security: SecurityPolicy
 
-    @property
-    def name(self) -> str:
-        return "content_search"
-
-    @property
-    def description(self) -> str:
-        return (
-            "Search file contents with a Python regular expression under a path (default the "
-            "workspace). output_mode is content, files_with_matches or count."
-        )
-
-    @property
-    def parameters(self) -> JSONObject:
-        integer: JSONObject = {"type": "integer", "minimum": 0}
-        return {
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Python regular expression."},
-                "path": {"type": "string", "description": "File or directory to search."},
-                "output_mode": {"type": "string", "enum": list(OUTPUT_MODES)},
-                "include": {"type": "string", "description": "Glob filtering file names."},
-                "case_sensitive": {"type": "boolean"},
-                "context_before": integer,
-                "context_after": integer,
-            },
-            "required": ["pattern"],
-        }
-
-    @property
-    def act(self) -> bool:
-        return False
+    name: ClassVar[str] = "content_search"
+    description: ClassVar[str] = (
+        "Search file contents with a Python regular expression under a path (default the "
+        "workspace). output_mode is content, files_with_matches or count."
+    )
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Python regular expression."},
+            "path": {"type": "string", "description": "File or directory to search."},
+            "output_mode": {"type": "string", "enum": list(OUTPUT_MODES)},
+            "include": {"type": "string", "description": "Glob filtering file names."},
+            "case_sensitive": {"type": "boolean"},
+            "context_before": {"type": "integer", "minimum": 0},
+            "context_after": {"type": "integer", "minimum": 0},
+        },
+        "required": ["pattern"],
+    }
+    act: ClassVar[bool] = False
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         pattern = argument(arguments, "pattern")

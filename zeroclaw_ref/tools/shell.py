@@ -17,7 +17,7 @@ import itertools
 import os
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -74,24 +74,21 @@ def _environment(passthrough: tuple[str, ...]) -> dict[str, str]:
 class ShellTool:
     """The `shell` tool bound to one execution's SecurityPolicy."""
 
-    name = "shell"
-    description = "Run a shell command in the workspace directory and return its output."
-    act = True
+    name: ClassVar[str] = "shell"
+    description: ClassVar[str] = (
+        "Run a shell command in the workspace directory and return its output."
+    )
+    # [POL-APPROVE-12] `approved` is injected by the runtime and never offered to the model.
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The command line to run."}},
+        "required": ["command"],
+    }
+    act: ClassVar[bool] = True
 
     def __init__(self, security: SecurityPolicy, settings: ToolSettings) -> None:
         self.security = security
         self.settings = settings
-
-    @property
-    def parameters(self) -> JSONObject:
-        # [POL-APPROVE-12] `approved` is injected by the runtime and never offered to the model.
-        return {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line to run."}
-            },
-            "required": ["command"],
-        }
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         """[POL-SHELL-01] validate, then run; every refusal is a failed result."""

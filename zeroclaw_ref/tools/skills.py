@@ -22,6 +22,7 @@ import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from zeroclaw_ref.config.schema import server_name_ok
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -195,29 +196,31 @@ def render_command(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(replace, template)
 
 
+def _parameters(spec: SkillToolSpec) -> JSONObject:
+    """[POL-SKILL-06] each declared argument a required string; no `approved`."""
+    properties: JSONObject = {
+        key: {"type": "string", "description": text} for key, text in spec.args
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [key for key, _ in spec.args],
+        "additionalProperties": False,
+    }
+
+
 class SkillTool:
     """One `<skill>__<tool>`: an act tool running its template through the shell policy."""
 
-    act = True  # [POL-SKILL-09]
+    act: ClassVar[bool] = True  # [POL-SKILL-09]
 
     def __init__(self, skill: str, spec: SkillToolSpec, security: SecurityPolicy) -> None:
+        # the name, description and parameters come from the skill's manifest
         self.name = f"{skill}{SEPARATOR}{spec.name}"
         self.description = spec.description
+        self.parameters = _parameters(spec)
         self.spec = spec
         self.security = security
-
-    @property
-    def parameters(self) -> JSONObject:
-        """[POL-SKILL-06] each declared argument a required string; no `approved`."""
-        properties: JSONObject = {
-            key: {"type": "string", "description": text} for key, text in self.spec.args
-        }
-        return {
-            "type": "object",
-            "properties": properties,
-            "required": [key for key, _ in self.spec.args],
-            "additionalProperties": False,
-        }
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         """Substitute the arguments, then check and run the command exactly like `shell`."""

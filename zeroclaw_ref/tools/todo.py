@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.policy.security import SecurityPolicy
@@ -54,34 +55,31 @@ def parse_entries(todos: JSON) -> list[JSON] | ToolResult:
 class TodoWriteTool:
     """Replace the plan; the engine turns `data[PLAN_KEY]` into one plan event (POL-TODO-04)."""
 
-    name: str = "todo_write"
-    description: str = (
+    name: ClassVar[str] = "todo_write"
+    description: ClassVar[str] = (
         "Write the current task plan as a complete list of todos, each with content, status "
         "(pending, in_progress or completed) and optional priority and activeForm."
     )
-    act: bool = False  # a read tool by class (policy.md §4.1)
-
-    @property
-    def parameters(self) -> JSONObject:
-        return {
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string"},
-                            "status": {"type": "string", "enum": list(STATUSES)},
-                            "priority": {"type": "string", "enum": list(PRIORITIES)},
-                            "activeForm": {"type": "string"},
-                        },
-                        "required": ["content", "status"],
+    parameters: ClassVar[JSONObject] = {
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "string"},
+                        "status": {"type": "string", "enum": list(STATUSES)},
+                        "priority": {"type": "string", "enum": list(PRIORITIES)},
+                        "activeForm": {"type": "string"},
                     },
-                }
-            },
-            "required": ["todos"],
-        }
+                    "required": ["content", "status"],
+                },
+            }
+        },
+        "required": ["todos"],
+    }
+    act: ClassVar[bool] = False  # a read tool by class (policy.md §4.1)
 
     def execute(self, arguments: JSON, context: ToolContext) -> ToolResult:
         todos = argument(arguments, "todos")
