@@ -2,8 +2,8 @@
 
 Each sample is one session in a fresh process (`peers/mcp_echo_clients.py`): connect, the
 warm-up calls (discarded), the timed calls, close. server-everything runs on the machine's
-Node from `.peers/` (mcp.md §15.3); the 2026-07-28 cases use `peers/mcp_modern_echo_server.py`
-on the official Python SDK instead (server-everything speaks only the handshake era).
+Node from `.peers/` (mcp.md §15.3); the 2026-07-28 cases use `peers/mcp_modern_lean_server.py`
+instead (server-everything speaks only the handshake era; see that file for why it is lean).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 REPO = BENCH_DIR.parent
 EVERYTHING = REPO / ".peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 CLIENTS = BENCH_DIR / "peers" / "mcp_echo_clients.py"
-MODERN_SERVER = BENCH_DIR / "peers" / "mcp_modern_echo_server.py"
+MODERN_SERVER = BENCH_DIR / "peers" / "mcp_modern_lean_server.py"
 SESSION_TIMEOUT_S = 300
 
 
@@ -84,7 +84,7 @@ def _free_port() -> int:
 
 class HttpServer:
     """server-everything in `streamableHttp` mode on a free loopback port (context manager);
-    with `modern`, the 2026-07-28 SDK echo server instead."""
+    with `modern`, the lean 2026-07-28 echo server instead."""
 
     def __init__(self, modern: bool = False) -> None:
         self.port = _free_port()

@@ -1,7 +1,7 @@
 """MCP Streamable HTTP echo in the 2026-07-28 era: `tools/call echo {message: "hello"}` → its
-result, keep-alive, against a fresh official Python SDK echo server per session; ours with
-`era = "auto"`, the SDK client as `Client(url, mode="auto")`, both checked to end modern
-(issue 16: the modern counterpart of MCP-PERF-03)."""
+result, keep-alive, against a fresh lean echo server (peers/mcp_modern_lean_server.py) per
+session; ours with `era = "auto"`, the SDK client as `Client(url, mode="auto")`, both checked
+to end modern (issue 16: the modern counterpart of MCP-PERF-03)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from client import AgentSpec
 
 NAME = "mcp_http_echo_modern"
 CLIENTS = ("ours", "sdk")
-DESCRIPTION = "tools/call echo → result over Streamable HTTP at 2026-07-28, the SDK's server"
+DESCRIPTION = "tools/call echo → result over Streamable HTTP at 2026-07-28, the lean server"
 
 
 def missing() -> str | None:

@@ -1,5 +1,5 @@
 """MCP stdio echo in the 2026-07-28 era: `tools/call echo {message: "hello"}` → its result,
-against the official Python SDK's echo server spawned by each client; ours with
+against the lean echo server (peers/mcp_modern_lean_server.py) spawned by each client; ours with
 `era = "auto"`, the SDK client as `Client(..., mode="auto")`, both checked to end modern
 (issue 16: the modern counterpart of MCP-PERF-02)."""
 
@@ -13,7 +13,7 @@ from client import AgentSpec
 
 NAME = "mcp_stdio_echo_modern"
 CLIENTS = ("ours", "sdk")
-DESCRIPTION = "tools/call echo → result over stdio at 2026-07-28, the SDK's server, same process"
+DESCRIPTION = "tools/call echo → result over stdio at 2026-07-28, the lean server"
 
 
 def missing() -> str | None:

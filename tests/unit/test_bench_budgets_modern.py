@@ -5,6 +5,12 @@ counterparts: echo over stdio ≤ 0.67 × the SDK client (as MCP-PERF-02), over 
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
+import time
+
 import pytest
 
 from tests.unit.test_bench_budgets import (
@@ -51,3 +57,58 @@ def test_the_modern_echo_cases_run_the_modern_transports() -> None:
         assert transport in (BENCH / "cases" / f"{case}.py").read_text(encoding="utf-8")
     clients = (BENCH / "peers" / "mcp_echo_clients.py").read_text(encoding="utf-8")
     assert 'mode="auto"' in clients and "not {MODERN}" in clients
+
+
+def _lean_server_argv(mode: str, *extra: str) -> list[str]:
+    return [sys.executable, str(BENCH / "peers" / "mcp_modern_lean_server.py"), mode, *extra]
+
+
+def _session(client: str, transport: str, target: str) -> list[float]:
+    """One short session of a bench client (it fails unless it ended in 2026-07-28)."""
+    argv = [sys.executable, str(BENCH / "peers" / "mcp_echo_clients.py"), client]
+    proc = subprocess.run(
+        [*argv, transport, target, "0", "2"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    samples: list[float] = json.loads(proc.stdout)
+    return samples
+
+
+@pytest.mark.req("MCP-MOD-01", "MCP-PERF-02")
+@pytest.mark.parametrize("client", ["ours", "sdk"])
+def test_the_lean_echo_server_serves_both_clients_modern_over_stdio(client: str) -> None:
+    """The modern cases' shared fixture really is a 2026-07-28 server to both clients: each
+    client's session checks `Echo: hello` on every call and its era before timing."""
+    assert len(_session(client, "modern-stdio", json.dumps(_lean_server_argv("stdio")))) == 2
+
+
+@pytest.mark.req("MCP-MOD-01", "MCP-PERF-03")
+@pytest.mark.parametrize("client", ["ours", "sdk"])
+def test_the_lean_echo_server_serves_both_clients_modern_over_http(client: str) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(_lean_server_argv("http", str(port)))
+    try:
+        deadline = time.monotonic() + 20
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert server.poll() is None and time.monotonic() < deadline, "server never listened"
+            time.sleep(0.02)
+        assert len(_session(client, "modern-http", f"http://127.0.0.1:{port}/mcp")) == 2
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_the_lean_echo_server_refuses_the_handshake() -> None:
+    """A client that fell back to `initialize` cannot pass as modern against this server."""
+    proc = subprocess.run(
+        _lean_server_argv("stdio"),
+        input='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n',
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    reply = json.loads(proc.stdout)
+    assert reply["error"]["code"] == -32022
+    assert reply["error"]["data"]["supported"] == ["2026-07-28"]
