@@ -1,4 +1,5 @@
-"""Tool results to model text and attachments (mcp.md §11)."""
+"""Tool results to model text and attachments: the budget count before decoding, image types,
+resource markers and the ACP prompt form beside them (mcp.md §11)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ import base64
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.unit.mcp.conftest import Connect, stdio_config
+from zeroclaw_ref.acp.intake import render_prompt
 from zeroclaw_ref.core.jsontypes import JSONObject
 from zeroclaw_ref.mcp import format_result_for_model
+from zeroclaw_ref.mcp import results as results_module
 from zeroclaw_ref.mcp.results import estimate
+from zeroclaw_ref.tools.uploads import Materialised
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -21,7 +26,8 @@ PNG64 = base64.b64encode(PNG).decode()
 PDF64 = base64.b64encode(b"%PDF-1.7 hello").decode()
 
 
-def _out(result: JSONObject, ws: Path | None) -> tuple[JSONObject, list[dict[str, str]]]:
+def _out(result: JSONObject, ws: Path | None) -> tuple[Any, list[dict[str, str]]]:
+    """The model's view of `result` decoded (`Any`: tests index into it freely)."""
     text, attachments = format_result_for_model(result, ws)
     value = json.loads(text)
     assert isinstance(value, dict)
@@ -198,3 +204,146 @@ def test_results_from_the_scripted_server(connect: Connect, tmp_path: Path) -> N
     assert "[Document: q3.pdf]" in text
     text, _ = format_result_for_model(reg.call_tool("peer__structured", {}), tmp_path)
     assert json.loads(text)["structuredContent"] == {"n": 1}
+
+
+JPEG = b"\xff\xd8\xff\xe0" + b"j" * 20
+GIF = b"GIF89a" + b"g" * 20
+WEBP = b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"w" * 12
+TOO_MANY = "[attachment unavailable: too many embedded blobs in one result]"
+TOO_LARGE = "[attachment unavailable: aggregate blob size exceeds limit]"
+MALFORMED = "[attachment unavailable: malformed image item]"
+
+
+def _image(data: object, mime: str = "image/png") -> dict[str, object]:
+    return {"type": "image", "data": data, "mimeType": mime}
+
+
+def _blob(blob: str, uri: str = "file:///r/a.bin") -> dict[str, object]:
+    return {"type": "resource", "resource": {"uri": uri, "blob": blob}}
+
+
+# --- counting before decoding ------------------------------------------------------------
+
+
+@pytest.mark.req("MCP-RESULT-11", "MCP-RESULT-13")
+def test_only_materialisable_items_count_towards_the_item_limit(tmp_path: Path) -> None:
+    # 64 images plus items that do not count: an empty or non-string image, audio, a text blob
+    items = [_image(PNG64) for _ in range(64)] + [
+        _image(""),
+        _image(7),
+        {"type": "audio", "data": PNG64, "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///t.txt", "text": "plain"}},
+    ]
+    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    texts = [item.get("text") for item in out["content"][:66]]
+    assert TOO_MANY not in texts and len(attachments) == 64
+    assert texts[64] == texts[65] == MALFORMED
+    # one resource blob more makes 65: every counted item is marked, nothing is decoded
+    items.append(_blob("!!!! not base64 !!!!"))
+    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    assert [item["text"] for item in out["content"][:64]] == [TOO_MANY] * 64
+    assert out["content"][-1]["resource"]["materialized"] == TOO_MANY  # never decoded
+    assert [item["text"] for item in out["content"][64:66]] == [MALFORMED, MALFORMED]
+    assert out["content"][66]["materialized"] == "[audio attachment: audio/wav]"
+    assert attachments == []
+
+
+@pytest.mark.req("MCP-RESULT-11", "MCP-RESULT-14")
+def test_image_and_blob_sizes_are_summed_but_audio_is_not(tmp_path: Path) -> None:
+    six_mib = "A" * (4 * 2 * 1024 * 1024)  # 8 MiB of base64: an estimated 6 MiB
+    out, _ = _out({"content": [_image(six_mib), _blob(six_mib)]}, tmp_path)  # type: ignore[dict-item]
+    assert out["content"][0]["text"] == TOO_LARGE
+    assert out["content"][1]["resource"]["materialized"] == TOO_LARGE
+    assert not (tmp_path / "uploads").exists()
+    huge_audio = {"type": "audio", "data": "A" * (4 * 4 * 1024 * 1024), "mimeType": "audio/wav"}
+    out, _ = _out({"content": [_blob(six_mib), huge_audio]}, tmp_path)  # type: ignore[dict-item]
+    assert out["content"][0]["resource"]["materialized"].startswith("[Document: a.bin] ")
+
+
+# --- image types -------------------------------------------------------------------------
+
+
+@pytest.mark.req("MCP-RESULT-25", "MCP-RESULT-23")
+def test_the_extension_and_display_name_follow_the_chosen_image_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names: list[str] = []
+    real = results_module.materialise
+
+    def spy(workspace: Path, data: bytes, name: str, mime: str) -> Materialised:
+        names.append(name)
+        return real(workspace, data, name, mime)
+
+    monkeypatch.setattr(results_module, "materialise", spy)
+    items = [
+        _image(base64.b64encode(JPEG).decode(), "image/jpeg"),
+        _image(base64.b64encode(WEBP).decode(), " IMAGE/WEBP; q=1 "),
+        _image(base64.b64encode(GIF).decode(), "application/x-unknown"),  # sniffed
+        _image(base64.b64encode(GIF).decode(), "image/png"),  # the declared type wins
+    ]
+    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    assert names == ["upload.jpg", "upload.webp", "upload.gif", "upload.png"]
+    paths = [item["text"] for item in out["content"]]
+    assert [Path(p).suffix for p in paths] == [".jpg", ".webp", ".gif", ".png"]
+    assert [a["mime_type"] for a in attachments] == [
+        "image/jpeg", "image/webp", "image/gif", "image/png",
+    ]  # fmt: skip
+    assert Path(paths[3]).read_bytes() == GIF
+
+
+@pytest.mark.req("MCP-RESULT-28")
+def test_a_resource_marker_shows_the_derived_name(tmp_path: Path) -> None:
+    out, _ = _out({"content": [_blob(PDF64, "file:///r/q..3.pdf")]}, tmp_path)  # type: ignore[dict-item]
+    assert out["content"][0]["resource"]["materialized"].startswith("[Document: q_3.pdf] /")
+
+
+@pytest.mark.req("MCP-RESULT-34")
+def test_paths_are_absolute_even_for_a_relative_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    items = [_image(PNG64), _blob(PDF64, "file:///r/q3.pdf")]
+    out, attachments = _out({"content": items}, Path())  # type: ignore[dict-item]
+    png = out["content"][0]["text"]
+    assert Path(png).is_absolute() and Path(png).parent == tmp_path.resolve() / "uploads"
+    assert attachments == [{"path": png, "mime_type": "image/png"}]
+    pdf = out["content"][1]["resource"]["materialized"].removeprefix("[Document: q3.pdf] ")
+    assert Path(pdf).is_absolute() and Path(pdf).exists()
+
+
+@pytest.mark.req("MCP-RESULT-34")
+def test_a_windows_extended_length_prefix_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake(workspace: Path, data: bytes, name: str, mime: str) -> Materialised:
+        ext = name.rsplit(".", 1)[1]
+        return Materialised(Path(f"\\\\?\\C:\\ws\\uploads\\abc.{ext}"), name, mime, len(data))
+
+    monkeypatch.setattr(results_module, "materialise", fake)
+    items = [_image(PNG64), _blob(PDF64, "file:///r/q3.pdf")]
+    out, attachments = _out({"content": items}, Path("/ws"))  # type: ignore[dict-item]
+    assert out["content"][0]["text"] == "C:\\ws\\uploads\\abc.png"
+    assert attachments == [{"path": "C:\\ws\\uploads\\abc.png", "mime_type": "image/png"}]
+    assert out["content"][1]["resource"]["materialized"] == (
+        "[Document: q3.pdf] C:\\ws\\uploads\\abc.pdf"
+    )
+
+
+@pytest.mark.req("MCP-RESULT-35")
+def test_acp_markers_differ_from_the_mcp_result_form(tmp_path: Path) -> None:
+    ws = tmp_path.resolve()
+    prompt = [
+        {"type": "resource",
+         "resource": {"uri": "file:///pics/cat.png", "mimeType": "image/png", "blob": PNG64}},
+        {"type": "resource",
+         "resource": {"uri": "file:///docs/q3.pdf", "mimeType": "application/pdf",
+                      "blob": PDF64}},
+        {"type": "text", "text": "look"},
+    ]  # fmt: skip
+    png = ws / "uploads" / (hashlib.sha256(PNG).hexdigest() + ".png")
+    pdf = ws / "uploads" / (hashlib.sha256(b"%PDF-1.7 hello").hexdigest() + ".pdf")
+    text = render_prompt(prompt, ws)  # type: ignore[arg-type]
+    assert text == f"[IMAGE:{png}]\n\n[Document: q3.pdf] {pdf}\n\nlook"
+    # the same image blob in an MCP result: the plain path plus a declared attachment
+    mcp = [{"type": "resource", "resource": prompt[0]["resource"]}]
+    out, attachments = _out({"content": mcp}, ws)  # type: ignore[dict-item]
+    assert out["content"][0]["resource"]["materialized"] == str(png)
+    assert attachments == [{"path": str(png), "mime_type": "image/png"}]
