@@ -72,9 +72,6 @@ class AutonomyConfig:
     deny_all_tools: bool = False
 
 
-AUTONOMY_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AutonomyConfig))
-
-
 @dataclass(frozen=True, slots=True)
 class RiskProfileConfig:
     """`[risk_profiles.<name>]`: only the keys the file sets (`values` maps key -> value)."""

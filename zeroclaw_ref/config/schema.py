@@ -340,15 +340,6 @@ ROOT = Table(
     }
 )
 
-# Map sections with their dotted paths (CFG-SCHEMA-03, CFG-ENV-03).
-MAP_SECTIONS: tuple[str, ...] = (
-    "agents",
-    "risk_profiles",
-    "runtime_profiles",
-    "providers",
-    "mcp_bundles",
-)
-
 
 def type_name(value: object) -> str:
     """The TOML/JSON type name of a parsed value, for `found <type>` (CFG-SCHEMA-02)."""

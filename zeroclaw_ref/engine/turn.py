@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from zeroclaw_ref.core.cancel import CancelToken, _Cancelled
 from zeroclaw_ref.core.clock import Clock, SystemClock
 from zeroclaw_ref.core.ids import IdFactory
-from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.pump import Pump, PumpError
 from zeroclaw_ref.engine import automemory
 from zeroclaw_ref.engine.delegation import Delegation
@@ -451,8 +451,3 @@ def _outside_marker(text: str, cut: int, keep_before: bool) -> int:
     if keep_before:
         return opened
     return len(text) if closing < 0 else closing + 1
-
-
-def arguments_text(arguments: JSON) -> str:
-    """Compact JSON of a call's arguments, for logs."""
-    return dumps(arguments)

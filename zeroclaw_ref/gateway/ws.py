@@ -49,7 +49,6 @@ READ_CHUNK = 65536
 # Design: after sending our close frame we wait this long for the peer's, then drop the socket.
 CLOSE_WAIT_SECS = 2.0
 
-CLOSE_NORMAL = 1000
 CLOSE_TOO_BIG = 1009  # [ACP-GW-09] a message above the size limit
 NOT_UPGRADE = "Expected a WebSocket upgrade request"
 BAD_VERSION = "Unsupported WebSocket version (expected 13)"

@@ -245,8 +245,3 @@ def advance(schedule: JSONObject, due: str, now: datetime) -> str | None:
             following += timedelta(microseconds=1_000_000 - following.microsecond)
         return rfc3339(following)
     return None
-
-
-def as_utc_text(moment: datetime) -> str:
-    """[POL-CRON-10] RFC 3339 UTC with second precision and a `Z` suffix."""
-    return rfc3339(moment)
