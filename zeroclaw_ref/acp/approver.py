@@ -21,7 +21,7 @@ from zeroclaw_ref.core.limits import MAX_REPLACEMENT_BYTES
 from zeroclaw_ref.policy.approvals import RUNTIME_FLAGS, Answer, Decision, summarize_arguments
 from zeroclaw_ref.rpc.endpoint import Endpoint
 from zeroclaw_ref.tools.base import ToolResult
-from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire import acp as wire
 from zeroclaw_ref.wire.jsonrpc import Response
 
 from .project import EDIT_TOOLS, diff_content, raw_input, text_content, tool_kind
@@ -117,8 +117,8 @@ class AcpApprover:
             "toolCall": {
                 "toolCallId": f"ask-user-{self._ids.new('ask-user')}",
                 "title": question,
-                "kind": w.KIND_OTHER,
-                "status": w.STATUS_PENDING,
+                "kind": wire.KIND_OTHER,
+                "status": wire.STATUS_PENDING,
             },
         }
         timeout = min(timeout_secs, self._timeout)  # [ACP-ASK-05]
@@ -154,7 +154,7 @@ class AcpApprover:
         self, params: JSONObject, timeout: float, cancel: CancelToken
     ) -> Response | _Cancelled | _TimedOut:
         """One outbound permission request: wait for the answer, the cancel or the timeout."""
-        outbound = self._endpoint.request(w.METHOD_REQUEST_PERMISSION, params)
+        outbound = self._endpoint.request(wire.METHOD_REQUEST_PERMISSION, params)
         # [ACP-PERM-13] a cancel resolves the pending request locally.
         unregister = cancel.add_callback(lambda: self._endpoint.abandon(outbound.id))
         try:
@@ -170,23 +170,25 @@ class AcpApprover:
     def request_params(self, tool: str, arguments: JSON) -> JSONObject:
         """[ACP-PERM-04..09] the outbound request's params."""
         options: list[JSON] = [
-            {"optionId": w.OPTION_ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"},
-            {"optionId": w.OPTION_ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
+            {"optionId": wire.OPTION_ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"},
+            {"optionId": wire.OPTION_ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
         ]
         if tool in EDIT_TOOLS:
             options.append(
                 {
-                    "optionId": w.OPTION_REJECT_WITH_EDIT,
+                    "optionId": wire.OPTION_REJECT_WITH_EDIT,
                     "name": "Reject with edit",
                     "kind": "reject_once",
                 }
             )
-        options.append({"optionId": w.OPTION_REJECT_ONCE, "name": "Reject", "kind": "reject_once"})
+        options.append(
+            {"optionId": wire.OPTION_REJECT_ONCE, "name": "Reject", "kind": "reject_once"}
+        )
         tool_call: JSONObject = {
             "toolCallId": f"approval-{self._ids.new('approval')}",
             "title": f"Approve {tool}?",
             "kind": tool_kind(tool),
-            "status": w.STATUS_PENDING,
+            "status": wire.STATUS_PENDING,
         }
         diff = diff_content(tool, arguments, self._workspace)
         if diff is not None:
@@ -231,9 +233,9 @@ def _choice_result(reply: Response, choices: tuple[str, ...]) -> ToolResult:
     result = reply.result
     outcome = result.get("outcome") if isinstance(result, dict) else None
     kind = outcome.get("outcome") if isinstance(outcome, dict) else outcome
-    if kind == w.OUTCOME_CANCELLED:
+    if kind == wire.OUTCOME_CANCELLED:
         return ToolResult.fail(ASK_DECLINED)
-    if kind != w.OUTCOME_SELECTED or not isinstance(outcome, dict):
+    if kind != wire.OUTCOME_SELECTED or not isinstance(outcome, dict):
         shown = kind if isinstance(kind, str) else dumps(kind)
         return ToolResult.fail(f"{ASK_FAILED}ACP returned unexpected outcome: {shown}")
     option = outcome.get("optionId")
@@ -248,15 +250,15 @@ def map_answer(tool: str, reply: Response) -> Answer:
     """[ACP-PERM-10] [ACP-PERM-14] acp.md Table 6-2."""
     result = reply.result if reply.error is None else None
     outcome = result.get("outcome") if isinstance(result, dict) else None
-    if not isinstance(outcome, dict) or outcome.get("outcome") != w.OUTCOME_SELECTED:
+    if not isinstance(outcome, dict) or outcome.get("outcome") != wire.OUTCOME_SELECTED:
         return Answer(Decision.NO_DECISION)  # cancelled, malformed, error reply
     option = outcome.get("optionId")
-    if option == w.OPTION_ALLOW_ONCE:
+    if option == wire.OPTION_ALLOW_ONCE:
         return Answer(Decision.ALLOW_ONCE)
-    if option == w.OPTION_ALLOW_ALWAYS:
+    if option == wire.OPTION_ALLOW_ALWAYS:
         return Answer(Decision.ALLOW_ALWAYS)
-    if option in (w.OPTION_REJECT_ONCE, w.OPTION_REJECT_ALWAYS):
+    if option in (wire.OPTION_REJECT_ONCE, wire.OPTION_REJECT_ALWAYS):
         return Answer(Decision.REJECT)
-    if option == w.OPTION_REJECT_WITH_EDIT and tool in EDIT_TOOLS:
+    if option == wire.OPTION_REJECT_WITH_EDIT and tool in EDIT_TOOLS:
         return Answer(Decision.REPLACE, sanitize_replacement(outcome.get("replacementContent")))
     return Answer(Decision.NO_DECISION)

@@ -24,7 +24,7 @@ from zeroclaw_ref.engine.events import (
     TurnEvent,
     UsageReported,
 )
-from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire import acp as wire
 
 # [ACP-PROMPT-28] the cancel marker
 CANCEL_MARKER = "[turn cancelled via client]"
@@ -33,24 +33,24 @@ EDIT_TOOLS = frozenset({"file_edit", "file_write"})
 
 # [ACP-UPD-13] acp.md Table 5-3; every other name (MCP, skills, unknown) is `other`.
 TOOL_KINDS: dict[str, str] = {
-    "file_read": w.KIND_READ,
-    "glob_search": w.KIND_SEARCH,
-    "content_search": w.KIND_SEARCH,
-    "tool_search": w.KIND_SEARCH,
-    "file_write": w.KIND_EDIT,
-    "file_edit": w.KIND_EDIT,
-    "memory_forget": w.KIND_DELETE,
-    "memory_purge": w.KIND_DELETE,
-    "cron_remove": w.KIND_DELETE,
-    "shell": w.KIND_EXECUTE,
-    "ask_user": w.KIND_EXECUTE,
-    "delegate": w.KIND_EXECUTE,
-    "escalate_to_human": w.KIND_EXECUTE,
+    "file_read": wire.KIND_READ,
+    "glob_search": wire.KIND_SEARCH,
+    "content_search": wire.KIND_SEARCH,
+    "tool_search": wire.KIND_SEARCH,
+    "file_write": wire.KIND_EDIT,
+    "file_edit": wire.KIND_EDIT,
+    "memory_forget": wire.KIND_DELETE,
+    "memory_purge": wire.KIND_DELETE,
+    "cron_remove": wire.KIND_DELETE,
+    "shell": wire.KIND_EXECUTE,
+    "ask_user": wire.KIND_EXECUTE,
+    "delegate": wire.KIND_EXECUTE,
+    "escalate_to_human": wire.KIND_EXECUTE,
 }
 
 
 def tool_kind(name: str) -> str:
-    return TOOL_KINDS.get(name, w.KIND_OTHER)
+    return TOOL_KINDS.get(name, wire.KIND_OTHER)
 
 
 def text_content(text: str) -> JSONObject:
@@ -127,9 +127,9 @@ class TurnProjector:
         """[ACP-PROMPT-23] project and send each event as it arrives (order: ACP-UPD-18)."""
         if isinstance(event, TextDelta):
             self.streamed_text.append(event.text)
-            self.emit(_chunk(w.UPDATE_AGENT_MESSAGE_CHUNK, event.text))  # [ACP-UPD-04]
+            self.emit(_chunk(wire.UPDATE_AGENT_MESSAGE_CHUNK, event.text))  # [ACP-UPD-04]
         elif isinstance(event, ThoughtDelta):
-            self.emit(_chunk(w.UPDATE_AGENT_THOUGHT_CHUNK, event.text))  # [ACP-UPD-05]
+            self.emit(_chunk(wire.UPDATE_AGENT_THOUGHT_CHUNK, event.text))  # [ACP-UPD-05]
         elif isinstance(event, ToolCallStarted):
             self.open_calls[event.id] = event.name
             self.emit(self._tool_call(event))
@@ -139,12 +139,12 @@ class TurnProjector:
                 self._delivered(event)  # [ACP-DELIV-09..13]
             else:
                 update = self._tool_call_update(
-                    event.id, event.name, event.output, w.STATUS_COMPLETED
+                    event.id, event.name, event.output, wire.STATUS_COMPLETED
                 )
                 self.emit(update)
         elif isinstance(event, PlanUpdated):
             self.last_plan = list(event.entries)
-            self.emit({"sessionUpdate": w.UPDATE_PLAN, "entries": list(event.entries)})
+            self.emit({"sessionUpdate": wire.UPDATE_PLAN, "entries": list(event.entries)})
         elif isinstance(event, HistoryTrimmed):
             # [ACP-UPD-15] its own notification; never part of the update log (ACP-STORE-10)
             self._send_trimmed(
@@ -160,16 +160,16 @@ class TurnProjector:
 
     def send_message(self, text: str) -> None:
         """[ACP-UPD-24] an out-of-band message: a chunk that is not part of the answer text."""
-        self.emit(_chunk(w.UPDATE_AGENT_MESSAGE_CHUNK, text))
+        self.emit(_chunk(wire.UPDATE_AGENT_MESSAGE_CHUNK, text))
 
     def _tool_call(self, event: ToolCallStarted) -> JSONObject:
         update: JSONObject = {
-            "sessionUpdate": w.UPDATE_TOOL_CALL,
+            "sessionUpdate": wire.UPDATE_TOOL_CALL,
             "toolCallId": event.id,
             "name": event.name,
             "title": event.name,
             "kind": tool_kind(event.name),
-            "status": w.STATUS_PENDING,
+            "status": wire.STATUS_PENDING,
             "rawInput": raw_input(event.name, event.arguments),
         }
         diff = diff_content(event.name, event.arguments, self.workspace)
@@ -184,11 +184,11 @@ class TurnProjector:
 
         artifact = event.artifact or {}
         title = artifact.get("title")
-        update = self._tool_call_update(event.id, event.name, event.output, w.STATUS_COMPLETED)
+        update = self._tool_call_update(event.id, event.name, event.output, wire.STATUS_COMPLETED)
         update["title"] = title if isinstance(title, str) else event.name  # [ACP-UPD-10]
         data = verify_delivery(artifact)
         if data is None:
-            update["status"] = w.STATUS_FAILED  # [ACP-DELIV-11] text content only
+            update["status"] = wire.STATUS_FAILED  # [ACP-DELIV-11] text content only
             self.emit(update)
             return
         resource: JSONObject = {"uri": artifact.get("uri"), "mimeType": artifact.get("mimeType")}
@@ -212,7 +212,7 @@ class TurnProjector:
     def _tool_call_update(call_id: str, name: str, output: str, status: str) -> JSONObject:
         text = clean_output(output)  # [ACP-UPD-11] token redaction, then scrubbing
         return {
-            "sessionUpdate": w.UPDATE_TOOL_CALL_UPDATE,
+            "sessionUpdate": wire.UPDATE_TOOL_CALL_UPDATE,
             "toolCallId": call_id,
             "name": name,
             "title": name,
@@ -226,7 +226,7 @@ class TurnProjector:
     def close_open_calls(self, text: str) -> None:
         """[ACP-UPD-17] a failed update for every call still open, in emission order."""
         for call_id, name in list(self.open_calls.items()):
-            self.emit(self._tool_call_update(call_id, name, text, w.STATUS_FAILED))
+            self.emit(self._tool_call_update(call_id, name, text, wire.STATUS_FAILED))
         self.open_calls.clear()
 
     def turn_cancelled(self, suffix: str) -> None:
@@ -238,12 +238,12 @@ class TurnProjector:
         """
         self.emit(
             {
-                "sessionUpdate": w.UPDATE_TOOL_CALL,
+                "sessionUpdate": wire.UPDATE_TOOL_CALL,
                 "toolCallId": f"turn-cancelled-{self.session_id}-{suffix}",
                 "name": "turn-cancelled",
                 "title": "turn-cancelled",
-                "kind": w.KIND_THINK,
-                "status": w.STATUS_COMPLETED,
+                "kind": wire.KIND_THINK,
+                "status": wire.STATUS_COMPLETED,
                 "content": [text_content(CANCEL_MARKER)],
             }
         )

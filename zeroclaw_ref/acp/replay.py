@@ -13,7 +13,7 @@ from pathlib import Path
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, loads
 from zeroclaw_ref.engine.history import TRIM_REASON, trim
-from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire import acp as wire
 
 DELIVER_PREFIX = "attachment://deliver/"
 
@@ -80,7 +80,7 @@ def replay_updates(turn_updates: list[str], workspace: Path) -> Iterator[JSONObj
 
 
 def _reverified(update: JSONObject, workspace: Path) -> JSONObject:
-    if update.get("sessionUpdate") != w.UPDATE_TOOL_CALL_UPDATE:
+    if update.get("sessionUpdate") != wire.UPDATE_TOOL_CALL_UPDATE:
         return update
     content = update.get("content")
     items = content if isinstance(content, list) else []
@@ -97,7 +97,7 @@ def _reverified(update: JSONObject, workspace: Path) -> JSONObject:
     if data is None:
         # [ACP-LOAD-11] changed or gone: only the text item, and status failed
         texts = [i for i in items if _resource_of(i) is None]
-        return {**update, "status": w.STATUS_FAILED, "content": texts}
+        return {**update, "status": wire.STATUS_FAILED, "content": texts}
     restored: list[JSON] = []
     for item in items:
         found = _resource_of(item)

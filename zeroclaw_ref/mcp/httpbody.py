@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, loads
-from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.mcp import errors
 from zeroclaw_ref.mcp.scrubber import scrub
 
 DEFAULT_LIMIT: Final = 16_078_168  # [MCP-SIZE-01]
@@ -73,7 +73,7 @@ def looks_like_sse(head: bytes) -> bool:
 def read_capped(server: str, body: Body, limit: int) -> bytes:
     """[MCP-SIZE-03] [MCP-SIZE-04] the whole body, failing as soon as it exceeds `limit`."""
     if body.content_length is not None and body.content_length > limit:
-        raise e.McpSizeLimitError(
+        raise errors.McpSizeLimitError(
             server,
             f"MCP response body Content-Length {body.content_length} exceeds the {limit}-byte "
             "limit",
@@ -82,7 +82,9 @@ def read_capped(server: str, body: Body, limit: int) -> bytes:
     for chunk in body.chunks():
         data += chunk
         if len(data) > limit:
-            raise e.McpSizeLimitError(server, f"MCP response body exceeds the {limit}-byte limit")
+            raise errors.McpSizeLimitError(
+                server, f"MCP response body exceeds the {limit}-byte limit"
+            )
     return bytes(data)
 
 
@@ -91,11 +93,11 @@ def parse_json_body(server: str, data: bytes) -> JSON:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise e.McpProtocolError(server, "MCP response body was not valid UTF-8") from exc
+        raise errors.McpProtocolError(server, "MCP response body was not valid UTF-8") from exc
     try:
         return loads(text)
     except ValueError as exc:
-        raise e.McpProtocolError(server, f"invalid JSON-RPC response: {scrub(text)}") from exc
+        raise errors.McpProtocolError(server, f"invalid JSON-RPC response: {scrub(text)}") from exc
 
 
 def stale_400(body: Body) -> bool:
@@ -115,7 +117,7 @@ def stale_400(body: Body) -> bool:
 def sse_limit_checks(server: str, body: Body, limit: int) -> Iterator[bytes]:
     """[MCP-SIZE-06] the chunks of a POST or resumption stream under a running byte total."""
     if body.content_length is not None and body.content_length > limit:
-        raise e.McpSizeLimitError(
+        raise errors.McpSizeLimitError(
             server,
             f"MCP SSE response Content-Length {body.content_length} exceeds the {limit}-byte limit",
         )
@@ -123,7 +125,7 @@ def sse_limit_checks(server: str, body: Body, limit: int) -> Iterator[bytes]:
     for chunk in body.chunks():
         total += len(chunk)
         if total > limit:
-            raise e.McpSizeLimitError(
+            raise errors.McpSizeLimitError(
                 server, f"MCP SSE response body exceeds the {limit}-byte limit"
             )
         yield chunk

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, loads
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import httpbody as hb
+from zeroclaw_ref.mcp import errors, httpbody
 from zeroclaw_ref.mcp.ssestream import Oversized, SseEvent, SseParser
 from zeroclaw_ref.mcp.transport import Outcome, Router
 
@@ -80,7 +79,7 @@ def read_post_stream(
                 chunks = iter([prefetched])
                 prefetched = None
             else:
-                chunks = hb.sse_limit_checks(name, body, transport.limit)
+                chunks = httpbody.sse_limit_checks(name, body, transport.limit)
             for chunk in chunks:
                 for event in parser.feed(chunk):
                     deliver(name, transport.router, event, generation)
@@ -93,10 +92,10 @@ def read_post_stream(
         if parser.last_event_id is None or transport.modern:  # [MCP-MOD-17] no resumption
             if ended_by is not None:  # [MCP-HTTP-30]
                 cause = getattr(ended_by, "name", None) or type(ended_by).__name__
-                return e.outcome_unknown(name, op, f"connection error: {cause}")
-            return e.outcome_unknown(name, op, e.CAUSE_NO_SSE_RESPONSE)  # [MCP-HTTP-29]
+                return errors.outcome_unknown(name, op, f"connection error: {cause}")
+            return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)  # [MCP-HTTP-29]
         if resumptions >= transport.options.max_resumptions:
-            return e.outcome_unknown(name, op, e.CAUSE_NO_SSE_RESPONSE)
+            return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)
         resumptions += 1
         wait_s = (parser.retry_ms if parser.retry_ms is not None else DEFAULT_RETRY_MS) / 1000
         if time.monotonic() + wait_s > deadline:
@@ -107,14 +106,14 @@ def read_post_stream(
         try:
             fresh = transport.get((min(30.0, remaining), remaining), parser.last_event_id)
         except (OSError, ValueError) as exc:
-            return e.outcome_unknown(name, op, f"connection error: {type(exc).__name__}")
+            return errors.outcome_unknown(name, op, f"connection error: {type(exc).__name__}")
         body.close()
         body = fresh
         exchange.body = fresh
         if exchange.aborted.is_set():
             return None
-        if not 200 <= fresh.status < 300 or not hb.is_sse(fresh.content_type):
-            return e.outcome_unknown(name, op, e.CAUSE_NO_SSE_RESPONSE)
+        if not 200 <= fresh.status < 300 or not httpbody.is_sse(fresh.content_type):
+            return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)
         parser = _continue(parser)
 
 
@@ -147,7 +146,7 @@ class GetListener:
             return None
         status = body.status
         ok = 200 <= status < 300
-        if status in NO_STREAM or (ok and not hb.is_sse(body.content_type)):
+        if status in NO_STREAM or (ok and not httpbody.is_sse(body.content_type)):
             log.debug("MCP server `%s`: no GET stream (HTTP %d)", name, status)
             self._transport.no_get_stream = True
             body.close()
@@ -239,7 +238,7 @@ class ListenStream:
         except (OSError, ValueError) as exc:
             log.debug("MCP server `%s`: listen failed: %s", transport.name, type(exc).__name__)
             return False
-        if not 200 <= body.status < 300 or not hb.is_sse(body.content_type):
+        if not 200 <= body.status < 300 or not httpbody.is_sse(body.content_type):
             log.debug("MCP server `%s`: no listen stream (HTTP %d)", transport.name, body.status)
             body.close()
             return False

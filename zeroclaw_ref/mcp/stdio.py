@@ -29,8 +29,7 @@ from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.affinity import unpinned
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps, loads
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import procgroup
+from zeroclaw_ref.mcp import errors, procgroup
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.scrubber import scrub_secrets
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteError, Router, Transport
@@ -113,7 +112,7 @@ class StdioTransport(Transport):
                     start_new_session=True,
                 )
         except OSError as exc:
-            raise e.McpConnectError(
+            raise errors.McpConnectError(
                 self._name,
                 f"failed to create transport for MCP server `{self._name}`: failed to spawn MCP "
                 f"server `{self._name}`: {exc}",
@@ -161,8 +160,8 @@ class StdioTransport(Transport):
             except (OSError, ValueError) as exc:
                 raise PreWriteError(self._write_error(str(exc) or type(exc).__name__)) from exc
 
-    def _write_error(self, reason: str) -> e.McpError:
-        return e.McpConnectError(
+    def _write_error(self, reason: str) -> errors.McpError:
+        return errors.McpConnectError(
             self._name, f"failed to write to MCP server `{self._name}`: {reason}"
         )
 

@@ -19,7 +19,7 @@ from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.clock import FixedClock
 from zeroclaw_ref.core.ids import SequentialIds
 from zeroclaw_ref.store.sessions import store_path
-from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire import acp as wire
 
 
 def _start_slow_turn(agent: AcpProcess) -> str:
@@ -70,11 +70,11 @@ def test_stdout_carries_only_json_rpc_even_when_something_prints(tmp_path: Path)
     # A stray write to fd 1 from inside the server process (as a careless library or a child
     # process would do) must land on stderr, not on the protocol stream.
     code = (
-        "import os, sys; from zeroclaw_ref.acp import stdio as s; orig = s._protocol_sink\n"
+        "import os, sys; from zeroclaw_ref.acp import stdio; orig = stdio._protocol_sink\n"
         "def sink():\n"
-        "    w = orig(); os.write(1, b'stray output\\n'); print('a print'); sys.stdout.flush()\n"
-        "    return w\n"
-        "s._protocol_sink = sink\n"
+        "    out = orig(); os.write(1, b'stray output\\n'); print('a print'); sys.stdout.flush()\n"
+        "    return out\n"
+        "stdio._protocol_sink = sink\n"
         "from zeroclaw_ref.cli.main import main; raise SystemExit(main(['acp']))\n"
     )
     env = {**os.environ, "ZEROCLAW_CONFIG_DIR": str(tmp_path / "cfg"), "HOME": str(tmp_path)}
@@ -140,7 +140,9 @@ def test_no_handler_failure_puts_a_traceback_on_the_wire(tmp_path: Path) -> None
         raise RuntimeError("Traceback (most recent call last): secret")
 
     methods = [
-        v for k, v in vars(w).items() if k.startswith("METHOD_SESSION") or k == "METHOD_INITIALIZE"
+        v
+        for k, v in vars(wire).items()
+        if k.startswith("METHOD_SESSION") or k == "METHOD_INITIALIZE"
     ]
     for method in methods:
         server.endpoint._methods[method] = broken  # type: ignore[index]

@@ -23,10 +23,10 @@ from zeroclaw_ref.mcp import (
     McpRpcError,
     McpTimeoutError,
     accept_with_defaults,
+    httpbody,
     mcpheaders,
 )
 from zeroclaw_ref.mcp import era as eras
-from zeroclaw_ref.mcp import httpbody as hb
 
 MODERN = "2026-07-28"
 
@@ -106,7 +106,7 @@ def test_a_legacy_json_refusal_of_the_probe_falls_back_to_initialize(
 
 @pytest.mark.req("MCP-MOD-02", "MCP-MOD-06")
 def test_refusal_bodies_are_read_as_the_response() -> None:
-    class Stub(hb.Body):
+    class Stub(httpbody.Body):
         def __init__(self, data: bytes, ctype: str = "application/json") -> None:
             self.status, self.content_type, self.content_length = 400, ctype, len(data)
             self._data = data
@@ -126,11 +126,15 @@ def test_refusal_bodies_are_read_as_the_response() -> None:
     error = {"code": -32022, "message": "no", "data": {"supported": [MODERN]}}
     for rid in (7, None):
         body = json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}).encode()
-        assert hb.jsonrpc_refusal(Stub(body), 7) == {"jsonrpc": "2.0", "id": 7, "error": error}
-    assert hb.jsonrpc_refusal(Stub(b"Bad Request", "text/plain"), 7) is None
+        assert httpbody.jsonrpc_refusal(Stub(body), 7) == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": error,
+        }
+    assert httpbody.jsonrpc_refusal(Stub(b"Bad Request", "text/plain"), 7) is None
     other = json.dumps({"jsonrpc": "2.0", "id": 8, "error": error}).encode()
-    assert hb.jsonrpc_refusal(Stub(other), 7) is None
-    assert hb.jsonrpc_refusal(Stub(b"x" * 5000), 7) is None  # [MCP-SIZE-10] 4096 bytes read
+    assert httpbody.jsonrpc_refusal(Stub(other), 7) is None
+    assert httpbody.jsonrpc_refusal(Stub(b"x" * 5000), 7) is None  # [MCP-SIZE-10] 4096 bytes read
 
 
 @pytest.mark.req("MCP-MOD-15", "MCP-MOD-16")
