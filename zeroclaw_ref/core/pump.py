@@ -5,24 +5,22 @@ The provider generator runs on a pump thread and hands each item through a queue
 at once for either reason. An abandoned pump sets `stop` (the provider sees it through
 `ModelRequest.stop`) and its thread finishes at the provider's next step.
 
-Design: pump threads are reused. Starting a thread per model round cost about as much as the
-whole demo turn (bench/acp_prompt_rtt), so a finished pump thread waits a while for the next
-source before it exits; a new one starts only when no idle thread is available, so a source
-that is slow to notice `stop` never delays another turn.
+Each pumped source gets a thread of its own, which ends with the source. Only the network
+providers are pumped (the others run inline, see `Pump`), and beside a network round trip a
+thread start is noise; a source that is slow to notice `stop` holds only its own thread, so it
+never delays another turn.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterator
-from typing import Final, Generic, TypeVar
+from collections.abc import Generator, Iterator
+from typing import Generic, TypeVar
 
 from zeroclaw_ref.core.cancel import CANCELLED, CancelToken, _Cancelled
 
 T = TypeVar("T")
-
-IDLE_THREAD_SECS: Final = 30.0  # Design: how long an idle pump thread waits for more work
 
 
 class _End:
@@ -34,56 +32,6 @@ _END = _End()
 
 class PumpError(Exception):
     """The drained iterator raised; `__cause__` holds the original exception."""
-
-
-class _Worker(threading.Thread):
-    def __init__(self, pool: _Pool) -> None:
-        super().__init__(name="pump", daemon=True)
-        self.jobs: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=1)
-        self._pool = pool
-
-    def run(self) -> None:
-        while True:
-            try:
-                job = self.jobs.get(timeout=IDLE_THREAD_SECS)
-            except queue.Empty:
-                if self._pool.retire(self):
-                    return
-                continue  # handed a job just as we timed out: take it
-            job()
-            self._pool.park(self)
-
-
-class _Pool:
-    """Idle pump threads; `submit` reuses one or starts a new one."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: list[_Worker] = []
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            worker = self._idle.pop() if self._idle else None
-        if worker is None:
-            worker = _Worker(self)
-            worker.jobs.put(job)
-            worker.start()
-        else:
-            worker.jobs.put(job)
-
-    def park(self, worker: _Worker) -> None:
-        with self._lock:
-            self._idle.append(worker)
-
-    def retire(self, worker: _Worker) -> bool:
-        with self._lock:
-            if worker in self._idle:
-                self._idle.remove(worker)
-                return True
-            return False
-
-
-_POOL: Final = _Pool()
 
 
 class Pump(Generic[T]):
@@ -133,7 +81,7 @@ class Pump(Generic[T]):
             yield from self._inline_items()
             return
         unregister = self._token.add_callback(lambda: self._queue.put(CANCELLED))
-        _POOL.submit(self._run)
+        threading.Thread(target=self._run, name="pump", daemon=True).start()
         try:
             while True:
                 item = self._queue.get()
