@@ -30,6 +30,7 @@ from zeroclaw_ref.mcp.untrusted import (
     resource_wrapper,
 )
 from zeroclaw_ref.tools.base import ToolContext, ToolResult
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +307,7 @@ def read_wrapped(client: McpClient, prefixed_uri: str) -> str:
     """
     server = _split(prefixed_uri)
     result = client.read_resource(prefixed_uri)
-    check_is_error(result, "resources/read", server)
+    check_is_error(result, wire.METHOD_RESOURCES_READ, server)
     contents = result.get("contents") if isinstance(result, dict) else None
     if not isinstance(contents, list):
         raise CapabilityFailure("failed to parse resources/read result")  # [MCP-RES-13]
@@ -341,7 +342,7 @@ class McpPromptsTool(_CapabilityTool):
         server = _split(name)
         # [MCP-RES-12] values are forwarded as received, even when they are not strings
         result = self._client.get_prompt(name, prompt_arguments or {})
-        check_is_error(result, "prompts/get", server)
+        check_is_error(result, wire.METHOD_PROMPTS_GET, server)
         messages = result.get("messages") if isinstance(result, dict) else None
         if not isinstance(messages, list):
             raise CapabilityFailure("failed to parse prompts/get result")  # [MCP-RES-13]

@@ -26,7 +26,7 @@ from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
 from zeroclaw_ref.mcp import handshake, listen, mcpheaders, mrtr
 from zeroclaw_ref.mcp import modern as m
-from zeroclaw_ref.mcp.discovery import TOOLS_LIST, McpTool, Requester, list_all, parse_tools
+from zeroclaw_ref.mcp.discovery import McpTool, Requester, list_all, parse_tools
 from zeroclaw_ref.mcp.lifecycle import Event, State, next_state
 from zeroclaw_ref.mcp.listcache import ListCache
 from zeroclaw_ref.mcp.options import McpOptions
@@ -38,14 +38,14 @@ from zeroclaw_ref.mcp.transport import (
     Router,
     Transport,
 )
-from zeroclaw_ref.wire.acp import METHOD_INITIALIZE  # the JSON-RPC method name both protocols use
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = m.HANDSHAKE_VERSIONS[0]
 SUPPORTED_VERSIONS = m.HANDSHAKE_VERSIONS  # [MCP-VER-01]
 # Requests of the handshake itself: never cancelled (MCP-INIT-11), never lossy.
-_HANDSHAKE = frozenset({METHOD_INITIALIZE, m.DISCOVER})
+_HANDSHAKE = frozenset({wire.METHOD_INITIALIZE, wire.METHOD_SERVER_DISCOVER})
 
 
 @dataclass(slots=True)
@@ -151,7 +151,11 @@ class Connection(Router):
         self.tools_stale = False
         opts = self.options
         entries = list_all(
-            self.name, self.requester(opts.list_timeout_s), TOOLS_LIST, "tools", opts.max_list_pages
+            self.name,
+            self.requester(opts.list_timeout_s),
+            wire.METHOD_TOOLS_LIST,
+            "tools",
+            opts.max_list_pages,
         )
         tools = parse_tools(self.name, entries)
         if self.era != "modern":
@@ -454,7 +458,7 @@ class Connection(Router):
             return  # [MCP-MOD-17] closing the response stream was the cancellation
         note: JSONObject = {
             "jsonrpc": "2.0",
-            "method": h.CANCELLED,
+            "method": wire.NOTIFY_CANCELLED,
             "params": {"requestId": request_id, "reason": reason},
         }
         try:
@@ -525,17 +529,17 @@ class Connection(Router):
     def _on_notification(self, method: str, params: JSONObject | None) -> None:
         """[MCP-NOTE-01..03] [MCP-DISC-15] [MCP-DISC-20]"""
         self.cache.evict(method)  # [MCP-MOD-12] a changed list is fetched anew
-        if method == h.TOOLS_LIST_CHANGED:
+        if method == wire.NOTIFY_TOOLS_LIST_CHANGED:
             self.tools_stale = True
-        elif method == h.LOG_MESSAGE:
+        elif method == wire.NOTIFY_MESSAGE:
             h.log_server_message(self.name, params)
-        elif method == h.CANCELLED:
+        elif method == wire.NOTIFY_CANCELLED:
             target = params.get("requestId") if params else None
             with self._lock:
                 key = dumps(target)
                 if key in self._inflight:
                     self._inflight[key] = True
-        elif method != h.PROGRESS:
+        elif method != wire.NOTIFY_PROGRESS:
             log.debug("MCP server `%s`: notification `%s`", self.name, method)
         h.notify_hook(self.name, self.handlers, method, params)
 
@@ -571,7 +575,11 @@ class Connection(Router):
         if message is None:
             return None
         self._listen_id = request_id
-        for note in (h.TOOLS_LIST_CHANGED, h.RESOURCES_LIST_CHANGED, h.PROMPTS_LIST_CHANGED):
+        for note in (
+            wire.NOTIFY_TOOLS_LIST_CHANGED,
+            wire.NOTIFY_RESOURCES_LIST_CHANGED,
+            wire.NOTIFY_PROMPTS_LIST_CHANGED,
+        ):
             self.cache.evict(note)
         self.tools_stale = True
         return message

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
-TOOLS_LIST = "tools/list"
-RESOURCES_LIST = "resources/list"
-PROMPTS_LIST = "prompts/list"
 DEFAULT_DESCRIPTION = "MCP tool"
 
 
@@ -65,11 +63,11 @@ def fetch_page(
     """
     params: JSONObject = {} if cursor is None else {"cursor": cursor}
     result = requester(method, params)
-    if result is None and method == TOOLS_LIST:
+    if result is None and method == wire.METHOD_TOOLS_LIST:
         raise e.McpProtocolError(server, f"tools/list returned no result from `{server}`")
     items = result.get(key) if isinstance(result, dict) else None
     if not isinstance(result, dict) or not isinstance(items, list):
-        if method == TOOLS_LIST:
+        if method == wire.METHOD_TOOLS_LIST:
             raise e.McpProtocolError(server, f"failed to parse tools/list from `{server}`")
         raise e.McpProtocolError(server, f"failed to parse {method} result")
     return Page(items, _next_cursor(server, method, result))

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
-
-TOOLS_CALL: Final = "tools/call"
+from zeroclaw_ref.wire import mcp as wire
 
 # [MCP-ERR-27..32] <cause> values of the outcome-unknown text
 CAUSE_NO_SSE_RESPONSE: Final = "MCP server returned no response in SSE stream"
@@ -93,7 +92,7 @@ def seconds(t: float) -> str:
 
 def op_text(method: str, tool: str | None = None) -> str:
     """[MCP-TIME-07] ``tool call `<tool>` `` for tools/call, `` `<method>` `` otherwise."""
-    if method == TOOLS_CALL and tool is not None:
+    if method == wire.METHOD_TOOLS_CALL and tool is not None:
         return f"tool call `{tool}`"
     return f"`{method}`"
 
@@ -167,7 +166,7 @@ def rpc_error(server: str, method: str, tool: str | None, error: JSONObject) -> 
     code = code_value if isinstance(code_value, int) and not isinstance(code_value, bool) else 0
     message_value = error.get("message")
     message = message_value if isinstance(message_value, str) else ""
-    if method == TOOLS_CALL and tool is not None:
+    if method == wire.METHOD_TOOLS_CALL and tool is not None:
         text = f"MCP tool `{tool}` error {code}: {message}"
     else:
         text = f"MCP `{method}` error {code}: {message}"

@@ -12,20 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.wire import mcp as wire
+from zeroclaw_ref.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-
-# Server notifications with a fixed client behaviour (mcp.md §2.3).
-TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
-RESOURCES_LIST_CHANGED = "notifications/resources/list_changed"
-PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed"
-LOG_MESSAGE = "notifications/message"
-PROGRESS = "notifications/progress"
-CANCELLED = "notifications/cancelled"
 
 # [MCP-NOTE-03] MCP log levels -> logging levels; "error" and above map to ERROR.
 _LOG_LEVELS: dict[str, int] = {
@@ -86,11 +76,11 @@ class Reply:
         return {
             "jsonrpc": "2.0",
             "id": request_id,
-            "error": {"code": self.code, "message": self.message},
+            "error": {"code": int(self.code), "message": self.message},
         }
 
 
-_NOT_FOUND = Reply(code=METHOD_NOT_FOUND, message="Method not found")
+_NOT_FOUND = Reply(code=ErrorCode.METHOD_NOT_FOUND, message="Method not found")
 
 
 def _ping(_h: ClientHandlers, _p: JSONObject) -> Reply:
@@ -112,7 +102,7 @@ def _elicitation(h: ClientHandlers, p: JSONObject) -> Reply:
     # [MCP-S2C-05] a missing mode is form mode; url mode needs a handler that declared it
     mode = p.get("mode", "form")
     if mode == "url" and (h.elicitation is None or not h.elicitation_url_mode):
-        return Reply(code=INVALID_PARAMS, message="Invalid params")
+        return Reply(code=ErrorCode.INVALID_PARAMS, message="Invalid params")
     if h.elicitation is None:
         return Reply(result={"action": "decline"})
     return Reply(result=h.elicitation(p))
@@ -120,10 +110,10 @@ def _elicitation(h: ClientHandlers, p: JSONObject) -> Reply:
 
 # [MCP-S2C-01] the table of §2.2; any other method is answered -32601 (MCP-S2C-03).
 REQUESTS: dict[str, Callable[[ClientHandlers, JSONObject], Reply]] = {
-    "ping": _ping,
-    "roots/list": _roots,
-    "sampling/createMessage": _sampling,
-    "elicitation/create": _elicitation,
+    wire.METHOD_PING: _ping,
+    wire.METHOD_ROOTS_LIST: _roots,
+    wire.METHOD_SAMPLING_CREATE_MESSAGE: _sampling,
+    wire.METHOD_ELICITATION_CREATE: _elicitation,
 }
 
 
@@ -136,7 +126,7 @@ def answer_request(server: str, handlers: ClientHandlers, method: str, params: J
         return entry(handlers, params)
     except Exception:
         log.warning("MCP server `%s`: handler for `%s` raised", server, method, exc_info=True)
-        return Reply(code=INTERNAL_ERROR, message="Internal error")
+        return Reply(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
 
 
 def log_server_message(server: str, params: JSONObject | None) -> None:

@@ -22,14 +22,13 @@ from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
 from zeroclaw_ref.mcp import modern as m
 from zeroclaw_ref.mcp.transport import Retry
-from zeroclaw_ref.wire.acp import METHOD_INITIALIZE  # the JSON-RPC method name both protocols use
+from zeroclaw_ref.wire import mcp as wire
+from zeroclaw_ref.wire.mcp import ModernErrorCode
 
 if TYPE_CHECKING:
     from zeroclaw_ref.mcp.connection import Connection
 
 log = logging.getLogger(__name__)
-
-INITIALIZED = "notifications/initialized"
 
 
 class _Legacy(Exception):
@@ -129,15 +128,17 @@ def discover(
         params = m.with_envelope({}, m.envelope(conn.name, conn.handlers, version))
         limit = min(deadline, time.monotonic() + wait_t)
         try:
-            result = conn.exchange(m.DISCOVER, params, limit, wait_t, None, None)
+            result = conn.exchange(wire.METHOD_SERVER_DISCOVER, params, limit, wait_t, None, None)
         except e.McpRpcError as exc:
             error = _error_of(exc)
             if not m.is_modern_error(error, over_http=transport.over_http):
                 if probe:
                     raise _Legacy(respawn=False) from exc
                 raise _not_modern(conn, f"error {exc.code}: {exc.message}") from exc
-            if exc.code != m.UNSUPPORTED_VERSION:
-                raise m.explain(conn.name, f"`{m.DISCOVER}`", exc, version) from exc
+            if exc.code != ModernErrorCode.UNSUPPORTED_VERSION:
+                raise m.explain(
+                    conn.name, f"`{wire.METHOD_SERVER_DISCOVER}`", exc, version
+                ) from exc
             offered = m.supported_versions(exc.data) or []
             mutual = m.pick_version(offered)
             if mutual is not None and attempt == 0:
@@ -145,12 +146,12 @@ def discover(
                 continue
             if probe and any(v in m.HANDSHAKE_VERSIONS for v in offered):
                 raise _Legacy(respawn=False) from exc
-            raise m.explain(conn.name, f"`{m.DISCOVER}`", exc, version) from exc
+            raise m.explain(conn.name, f"`{wire.METHOD_SERVER_DISCOVER}`", exc, version) from exc
         except e.McpTimeoutError as exc:
             if probe:
                 log.warning(
                     "MCP server `%s` did not answer `%s` within %ss; trying initialize",
-                    conn.name, m.DISCOVER, e.seconds(wait_t),
+                    conn.name, wire.METHOD_SERVER_DISCOVER, e.seconds(wait_t),
                 )  # fmt: skip
                 raise _Legacy(respawn=False) from exc
             raise _discover_timeout(conn, init_t) from exc
@@ -191,7 +192,7 @@ def _discover_timeout(conn: Connection, init_t: float) -> e.McpTimeoutError:
     return e.McpTimeoutError(
         conn.name,
         f"MCP server `{conn.name}` timed out after {e.seconds(init_t)}s waiting for "
-        f"{m.DISCOVER} response",
+        f"{wire.METHOD_SERVER_DISCOVER} response",
     )
 
 
@@ -206,7 +207,7 @@ def legacy(conn: Connection, deadline: float, init_t: float, *, detected: bool) 
         "clientInfo": {"name": "zeroclaw_ref", "version": __version__},
     }
     try:
-        result = conn.exchange(METHOD_INITIALIZE, params, deadline, init_t, None, None)
+        result = conn.exchange(wire.METHOD_INITIALIZE, params, deadline, init_t, None, None)
     except Retry as retry:
         raise retry.error from retry
     except e.McpTimeoutError as exc:
@@ -237,8 +238,10 @@ def legacy(conn: Connection, deadline: float, init_t: float, *, detected: bool) 
     conn.adopt_legacy(result, version, detected)
     transport.set_protocol_version(version)
     try:
-        transport.send_message({"jsonrpc": "2.0", "method": INITIALIZED, "params": {}})
+        transport.send_message({"jsonrpc": "2.0", "method": wire.NOTIFY_INITIALIZED, "params": {}})
     except (e.McpError, OSError) as exc:
         # [MCP-INIT-10] a lost `initialized` is logged and otherwise ignored
-        log.warning("MCP server `%s`: could not send %s: %s", conn.name, INITIALIZED, exc)
+        log.warning(
+            "MCP server `%s`: could not send %s: %s", conn.name, wire.NOTIFY_INITIALIZED, exc
+        )
     transport.after_initialized(deadline)

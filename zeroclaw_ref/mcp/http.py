@@ -32,7 +32,7 @@ from zeroclaw_ref.mcp import mcpheaders, tls
 from zeroclaw_ref.mcp.httpstream import GetListener, ListenStream, read_post_stream
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteFailure, Router, Transport
-from zeroclaw_ref.wire.acp import METHOD_INITIALIZE
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,6 @@ DELETE_TIMEOUT_S = 5.0  # [MCP-HTTP-48]
 NOTIFY_TIMEOUT_S = 30.0  # Design: bound on a notification or response POST
 DRAIN_MAX_BYTES = 65_536  # [MCP-HTTP-01] larger acknowledgement bodies are not read out
 DRAIN_BUDGET_S = 0.25  # [MCP-HTTP-01] longest a drain may take before the connection is dropped
-SESSION_HEADER = "Mcp-Session-Id"
-VERSION_HEADER = "MCP-Protocol-Version"
 SSE_ACCEPT = "text/event-stream"
 
 
@@ -252,7 +250,7 @@ class HttpTransport(Transport):
         out: dict[str, str] = {}
         if post and "content-type" not in lower:
             out["Content-Type"] = "application/json"
-        managed = {SESSION_HEADER.lower(), VERSION_HEADER.lower()}
+        managed = {wire.HEADER_SESSION_ID.lower(), wire.HEADER_PROTOCOL_VERSION.lower()}
         managed.update(k.lower() for k in routing or {})
         out.update({k: v for k, v in self._configured.items() if k.lower() not in managed})
         if "accept" not in lower:
@@ -260,9 +258,9 @@ class HttpTransport(Transport):
         if "accept-encoding" not in lower:
             out["Accept-Encoding"] = "identity"
         if self.session_id:
-            out[SESSION_HEADER] = self.session_id
+            out[wire.HEADER_SESSION_ID] = self.session_id
         if version and self.version:
-            out[VERSION_HEADER] = self.version
+            out[wire.HEADER_PROTOCOL_VERSION] = self.version
         out.update(routing or {})
         return out
 
@@ -285,7 +283,7 @@ class HttpTransport(Transport):
         modern era, which has no sessions: MCP-MOD-17)."""
         if not 200 <= body.status < 300 or self.modern:
             return
-        value = (body.header(SESSION_HEADER) or "").strip()
+        value = (body.header(wire.HEADER_SESSION_ID) or "").strip()
         if not value:
             return
         if not all(0x21 <= ord(c) <= 0x7E for c in value):
@@ -386,7 +384,7 @@ class HttpTransport(Transport):
             raise e.closed(self.name)
         headers = self.headers(post=False, sse_only=True)
         if last_id is not None:
-            headers["Last-Event-ID"] = last_id
+            headers[wire.HEADER_LAST_EVENT_ID] = last_id
         resp = session.get(self.url, headers=headers, stream=True, timeout=timeout)
         return RequestsBody(resp)
 
@@ -456,7 +454,7 @@ class HttpTransport(Transport):
         if remaining <= 0:
             return None  # the caller's own wait reports the timeout
         sent_session = self.session_id is not None
-        is_init = message.get("method") == METHOD_INITIALIZE
+        is_init = message.get("method") == wire.METHOD_INITIALIZE
         try:
             body = self.post(message, remaining, version=not is_init)
         except PlaintextRedirect as exc:

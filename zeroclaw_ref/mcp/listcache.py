@@ -16,15 +16,18 @@ from collections.abc import Callable
 from typing import Final
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
-from zeroclaw_ref.mcp import handlers as h
 from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.wire import mcp as wire
 
 MAX_TTL_MS: Final = 24 * 60 * 60 * 1000  # Design: a longer hint is clamped to one day
 # list-change notification -> the methods whose results it invalidates
 EVICTS: Final = {
-    h.TOOLS_LIST_CHANGED: ("tools/list",),
-    h.RESOURCES_LIST_CHANGED: ("resources/list", "resources/templates/list"),
-    h.PROMPTS_LIST_CHANGED: ("prompts/list",),
+    wire.NOTIFY_TOOLS_LIST_CHANGED: (wire.METHOD_TOOLS_LIST,),
+    wire.NOTIFY_RESOURCES_LIST_CHANGED: (
+        wire.METHOD_RESOURCES_LIST,
+        wire.METHOD_RESOURCES_TEMPLATES_LIST,
+    ),
+    wire.NOTIFY_PROMPTS_LIST_CHANGED: (wire.METHOD_PROMPTS_LIST,),
 }
 
 # (scope key, method, params text) -> (expiry on the monotonic clock, result text)
@@ -35,7 +38,7 @@ _shared_lock = threading.Lock()
 
 def _params_key(params: JSONObject | None) -> str:
     """The params that select a result (cursor included), without the envelope."""
-    return dumps({k: v for k, v in (params or {}).items() if k != m.META})
+    return dumps({k: v for k, v in (params or {}).items() if k != wire.META})
 
 
 def _ttl_s(result: JSONObject) -> float | None:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import handlers as h
 from zeroclaw_ref.mcp import modern as m
 from zeroclaw_ref.mcp.transport import PreWriteError
+from zeroclaw_ref.wire import mcp as wire
 
 if TYPE_CHECKING:
     from zeroclaw_ref.mcp.connection import Connection
@@ -49,7 +49,12 @@ def request(conn: Connection, request_id: int) -> JSONObject | None:
     if not notifications:
         return None
     params = m.with_envelope({"notifications": notifications}, conn.envelope())
-    return {"jsonrpc": "2.0", "id": request_id, "method": m.LISTEN, "params": params}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": wire.METHOD_SUBSCRIPTIONS_LISTEN,
+        "params": params,
+    }
 
 
 def start(conn: Connection, deadline: float) -> int | None:
@@ -68,7 +73,7 @@ def start(conn: Connection, deadline: float) -> int | None:
         log.debug("MCP server `%s`: listen failed: %s", conn.name, exc)
         return None
     if not opened:
-        log.debug("MCP server `%s` refused %s", conn.name, m.LISTEN)
+        log.debug("MCP server `%s` refused %s", conn.name, wire.METHOD_SUBSCRIPTIONS_LISTEN)
         return None
     return request_id
 
@@ -78,7 +83,7 @@ def stop(conn: Connection, request_id: int) -> None:
     if not conn.transport.over_http:
         note: JSONObject = {
             "jsonrpc": "2.0",
-            "method": h.CANCELLED,
+            "method": wire.NOTIFY_CANCELLED,
             "params": {"requestId": request_id, "reason": "client closing"},
         }
         try:

@@ -16,15 +16,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, Protocol, TypeVar
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
-METHOD_HEADER: Final = "Mcp-Method"
-NAME_HEADER: Final = "Mcp-Name"
-PARAM_PREFIX: Final = "Mcp-Param-"
-ANNOTATION: Final = "x-mcp-header"
 # method -> the params member `Mcp-Name` mirrors
-NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED: Final = {
+    wire.METHOD_TOOLS_CALL: "name",
+    wire.METHOD_PROMPTS_GET: "name",
+    wire.METHOD_RESOURCES_READ: "uri",
+}
 
 _PLAIN = re.compile(r"[\x20-\x7e]*")
 _SENTINEL = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
@@ -77,21 +78,22 @@ def _positions(schema: JSON) -> Iterator[tuple[tuple[str, ...] | None, JSONObjec
 def invalid_reason(schema: JSON) -> str | None:
     """[MCP-MOD-16] why the `x-mcp-header` annotations of `schema` are invalid, or None."""
     seen: dict[str, str] = {}
+    word = wire.SCHEMA_HEADER_ANNOTATION
     for path, node in _positions(schema):
-        if ANNOTATION not in node:
+        if word not in node:
             continue
         if not path:
-            return f"{ANNOTATION} outside a plain properties path"
+            return f"{word} outside a plain properties path"
         where = ".".join(path)
-        token = node[ANNOTATION]
+        token = node[word]
         if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-            return f"property `{where}`: {ANNOTATION} is not a header name token"
+            return f"property `{where}`: {word} is not a header name token"
         kind = node.get("type")
         if not isinstance(kind, str) or kind not in _PRIMITIVES:
-            return f"property `{where}`: {ANNOTATION} on a non-primitive property"
+            return f"property `{where}`: {word} on a non-primitive property"
         other = seen.setdefault(token.lower(), where)
         if other != where:
-            return f"property `{where}`: {ANNOTATION} `{token}` repeats property `{other}`'s"
+            return f"property `{where}`: {word} `{token}` repeats property `{other}`'s"
     return None
 
 
@@ -99,7 +101,7 @@ def header_map(schema: JSON) -> HeaderMap:
     """The annotated properties of a schema that `invalid_reason` accepted."""
     out: HeaderMap = {}
     for path, node in _positions(schema):
-        token = node.get(ANNOTATION)
+        token = node.get(wire.SCHEMA_HEADER_ANNOTATION)
         if path and isinstance(token, str):
             out[path] = token
     return out
@@ -125,7 +127,7 @@ def param_headers(mapping: HeaderMap, arguments: JSON) -> dict[str, str]:
             node = node.get(step) if isinstance(node, dict) else None
         text = _rendered(node)
         if text is not None:
-            out[PARAM_PREFIX + token] = encode(text)
+            out[wire.HEADER_PARAM_PREFIX + token] = encode(text)
     return out
 
 
@@ -134,14 +136,14 @@ def request_headers(message: JSONObject, maps: Mapping[str, HeaderMap]) -> dict[
     method = message.get("method")
     if not isinstance(method, str):
         return {}
-    out = {METHOD_HEADER: method}
+    out = {wire.HEADER_METHOD: method}
     params = message.get("params")
     member = NAMED.get(method)
     if member is not None and isinstance(params, dict):
         name = params.get(member)
         if isinstance(name, str):
-            out[NAME_HEADER] = encode(name)
-            mapping = maps.get(name) if method == "tools/call" else None
+            out[wire.HEADER_NAME] = encode(name)
+            mapping = maps.get(name) if method == wire.METHOD_TOOLS_CALL else None
             if mapping:
                 out.update(param_headers(mapping, params.get("arguments")))
     return out

@@ -16,7 +16,8 @@ from zeroclaw_ref import __version__
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
-from zeroclaw_ref.wire.acp import METHOD_INITIALIZE  # the JSON-RPC method name both protocols use
+from zeroclaw_ref.wire import mcp as wire
+from zeroclaw_ref.wire.mcp import ModernErrorCode
 
 MODERN_VERSION: Final = "2026-07-28"
 # The modern versions this client speaks, newest last (one today).
@@ -24,35 +25,30 @@ MODERN_VERSIONS: Final = (MODERN_VERSION,)
 # [MCP-VER-01] the handshake versions, newest first.
 HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
-DISCOVER: Final = "server/discover"
-LISTEN: Final = "subscriptions/listen"
-ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
-
-META: Final = "_meta"
-META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
-META_SUBSCRIPTION: Final = "io.modelcontextprotocol/subscriptionId"
-
-HEADER_MISMATCH: Final = -32020
-MISSING_CAPABILITY: Final = -32021
-UNSUPPORTED_VERSION: Final = -32022
-MODERN_CODES: Final = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION})
-
 COMPLETE: Final = "complete"
 INPUT_REQUIRED: Final = "input_required"
 # [MCP-MOD-08] the methods whose answer may ask for input (multi round-trip requests)
-MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+MRTR_METHODS: Final = frozenset(
+    {wire.METHOD_TOOLS_CALL, wire.METHOD_PROMPTS_GET, wire.METHOD_RESOURCES_READ}
+)
 # [MCP-MOD-12] the results that may be answered from cache within their ttlMs
 CACHEABLE: Final = frozenset(
-    {"tools/list", "resources/list", "prompts/list", "resources/templates/list"}
+    {
+        wire.METHOD_TOOLS_LIST,
+        wire.METHOD_RESOURCES_LIST,
+        wire.METHOD_PROMPTS_LIST,
+        wire.METHOD_RESOURCES_TEMPLATES_LIST,
+    }
 )
 # [MCP-MOD-10] never sent to a modern server
 LEGACY_ONLY: Final = frozenset(
-    {METHOD_INITIALIZE, "notifications/initialized", "ping", "logging/setLevel"}
-    | {"resources/subscribe"}
+    {
+        wire.METHOD_INITIALIZE,
+        wire.NOTIFY_INITIALIZED,
+        wire.METHOD_PING,
+        wire.METHOD_LOGGING_SET_LEVEL,
+        wire.METHOD_RESOURCES_SUBSCRIBE,
+    }
 )
 
 # Python logging levels -> the lowest MCP level a server should send (most verbose first).
@@ -81,24 +77,24 @@ def log_level(server: str) -> str | None:
 def envelope(server: str, handlers: h.ClientHandlers, version: str) -> JSONObject:
     """[MCP-MOD-05] the `_meta` members every modern request carries."""
     meta: JSONObject = {
-        META_VERSION: version,
+        wire.META_VERSION: version,
         # [MCP-INIT-03] only the capabilities an installed handler backs
-        META_CAPABILITIES: h.capabilities(handlers),
-        META_CLIENT_INFO: {"name": "zeroclaw_ref", "version": __version__},
+        wire.META_CAPABILITIES: h.capabilities(handlers),
+        wire.META_CLIENT_INFO: {"name": "zeroclaw_ref", "version": __version__},
     }
     level = log_level(server)
     if level is not None:
-        meta[META_LOG_LEVEL] = level
+        meta[wire.META_LOG_LEVEL] = level
     return meta
 
 
 def with_envelope(params: JSONObject | None, meta: JSONObject) -> JSONObject:
     """A copy of `params` whose `_meta` holds the envelope (other `_meta` members kept)."""
     out: JSONObject = dict(params or {})
-    existing = out.get(META)
+    existing = out.get(wire.META)
     merged: JSONObject = dict(existing) if isinstance(existing, dict) else {}
     merged.update(meta)
-    out[META] = merged
+    out[wire.META] = merged
     return out
 
 
@@ -141,25 +137,29 @@ def is_modern_error(error: JSON, *, over_http: bool) -> bool:
     if not isinstance(error, dict):
         return False
     code, data = error.get("code"), error.get("data")
-    if code == UNSUPPORTED_VERSION:
+    if code == ModernErrorCode.UNSUPPORTED_VERSION:
         return bool(supported_versions(data))
-    if code == MISSING_CAPABILITY:
+    if code == ModernErrorCode.MISSING_CAPABILITY:
         return isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
-    return code == HEADER_MISMATCH and over_http and isinstance(error.get("message"), str)
+    return (
+        code == ModernErrorCode.HEADER_MISMATCH
+        and over_http
+        and isinstance(error.get("message"), str)
+    )
 
 
 def explain(server: str, op: str, err: e.McpRpcError, version: str) -> e.McpRpcError:
     """[MCP-MOD-06] a modern refusal turned into a text that names what went wrong; other
     errors are returned unchanged (MCP-RPC-08)."""
     detail = f"(error {err.code}: {err.message})"
-    if err.code == HEADER_MISMATCH:
+    if err.code == ModernErrorCode.HEADER_MISMATCH:
         why = "the MCP HTTP headers of the request did not match its body"
-    elif err.code == MISSING_CAPABILITY:
+    elif err.code == ModernErrorCode.MISSING_CAPABILITY:
         data = err.data
         needed = data.get("requiredCapabilities") if isinstance(data, dict) else None
         names = ", ".join(sorted(needed)) if isinstance(needed, dict) and needed else "unnamed"
         why = f"it needs client capabilities this client does not offer ({names})"
-    elif err.code == UNSUPPORTED_VERSION:
+    elif err.code == ModernErrorCode.UNSUPPORTED_VERSION:
         offered = supported_versions(err.data)
         listed = ", ".join(offered) if offered else "none listed"
         why = f"protocol version {version} is not supported (the server supports: {listed})"
@@ -187,8 +187,8 @@ def parse_discover(result: JSON) -> Discovered | None:
     if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
         return None
     caps = result.get("capabilities")
-    meta = result.get(META)
-    info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+    meta = result.get(wire.META)
+    info = meta.get(wire.META_SERVER_INFO) if isinstance(meta, dict) else None
     if info is None:
         info = result.get("serverInfo")
     instructions = result.get("instructions")

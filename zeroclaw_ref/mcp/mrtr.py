@@ -21,6 +21,7 @@ from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
 from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.wire.mcp import ModernErrorCode
 
 if TYPE_CHECKING:
     from zeroclaw_ref.mcp.connection import Connection
@@ -64,7 +65,11 @@ def request(
             result = conn.send(method, sent, deadline, timeout, op, cancel)
         except e.McpRpcError as exc:
             chosen = m.pick_version(m.supported_versions(exc.data))
-            if exc.code == m.UNSUPPORTED_VERSION and chosen is not None and not version_retried:
+            if (
+                exc.code == ModernErrorCode.UNSUPPORTED_VERSION
+                and chosen is not None
+                and not version_retried
+            ):
                 version_retried = True  # [MCP-MOD-06] once, with a version we both speak
                 conn.use_version(chosen)
                 continue

@@ -21,12 +21,13 @@ from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.scrub import clean_output
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp.connection import Connection
-from zeroclaw_ref.mcp.discovery import PROMPTS_LIST, RESOURCES_LIST, McpTool, list_all
+from zeroclaw_ref.mcp.discovery import McpTool, list_all
 from zeroclaw_ref.mcp.handlers import ClientHandlers
 from zeroclaw_ref.mcp.lifecycle import State
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.scrubber import scrub
 from zeroclaw_ref.mcp.transport import Router, Transport
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,9 @@ class McpRegistry:
         connection = self.connection(tool.server)
         timeout = self.options.tool_timeout(connection.config.tool_timeout_secs)
         params: JSONObject = {"name": tool.name, "arguments": forwarded}
-        result = connection.request(e.TOOLS_CALL, params, timeout, tool=tool.name, cancel=cancel)
+        result = connection.request(
+            wire.METHOD_TOOLS_CALL, params, timeout, tool=tool.name, cancel=cancel
+        )
         if not isinstance(result, dict):
             raise e.McpProtocolError(tool.server, "failed to parse tools/call result")
         if result.get("isError") is True:
@@ -274,26 +277,26 @@ class McpRegistry:
         Raises:
             McpError: unknown server, unsupported capability, or the request failed.
         """
-        return self._list("resources", RESOURCES_LIST, server, cursor)
+        return self._list("resources", wire.METHOD_RESOURCES_LIST, server, cursor)
 
     def list_prompts(self, server: str | None = None, cursor: str | None = None) -> JSON:
         """As `list_resources`, for `prompts/list` (each `name` prefixed in the all-server form)."""
-        return self._list("prompts", PROMPTS_LIST, server, cursor)
+        return self._list("prompts", wire.METHOD_PROMPTS_LIST, server, cursor)
 
     def read_resource(self, prefixed_uri: str) -> JSON:
         """[MCP-NAME-04] the raw `resources/read` result for `<server>__<uri>`."""
         server, uri = _split(prefixed_uri)
         connection = self._capable(server, "resources")
         timeout = self.options.tool_timeout(connection.config.tool_timeout_secs)  # [MCP-TIME-02]
-        return connection.request("resources/read", {"uri": uri}, timeout)
+        return connection.request(wire.METHOD_RESOURCES_READ, {"uri": uri}, timeout)
 
     def get_prompt(self, prefixed_name: str, arguments: JSONObject | None = None) -> JSON:
         """[MCP-NAME-04] the raw `prompts/get` result for `<server>__<name>`."""
         server, name = _split(prefixed_name)
         connection = self._capable(server, "prompts")
-        timeout = self.options.tool_timeout(connection.config.tool_timeout_secs)
+        timeout = self.options.list_timeout_s  # BREAK
         params: JSONObject = {"name": name, "arguments": arguments or {}}
-        return connection.request("prompts/get", params, timeout)
+        return connection.request(wire.METHOD_PROMPTS_GET, params, timeout)
 
     # --- refresh --------------------------------------------------------------------------
 

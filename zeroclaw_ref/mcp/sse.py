@@ -31,12 +31,13 @@ from zeroclaw_ref.mcp.http import HttpTransport, RequestsBody, make_session, pre
 from zeroclaw_ref.mcp.mcpheaders import HeaderMap
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteError, Router, Transport
+from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
 POST_ACK_S = 30.0  # [MCP-SSE-11]
 READER_JOIN_S = 1.0  # [MCP-SSE-20]
-ENDPOINT_TYPES = ("endpoint", "mcp-endpoint")  # [MCP-SSE-05]
+ENDPOINT_TYPES = (wire.EVENT_ENDPOINT, wire.EVENT_MCP_ENDPOINT)  # [MCP-SSE-05]
 PLAINTEXT_ENDPOINT = (
     "tls_ca_cert_path requires an HTTPS SSE message endpoint; refusing plaintext transport"
 )
@@ -130,7 +131,7 @@ class SseTransport(Transport):
         if "accept-encoding" not in lower:
             out["Accept-Encoding"] = "identity"
         if self._session_id and not stream:
-            out["Mcp-Session-Id"] = self._session_id
+            out[wire.HEADER_SESSION_ID] = self._session_id
         return out
 
     # --- opening ----------------------------------------------------------------------------
@@ -272,7 +273,7 @@ class SseTransport(Transport):
         )
         body = RequestsBody(resp)
         if 200 <= body.status < 300:
-            sid = (body.header("Mcp-Session-Id") or "").strip()
+            sid = (body.header(wire.HEADER_SESSION_ID) or "").strip()
             if sid:
                 self._session_id = sid
         return body

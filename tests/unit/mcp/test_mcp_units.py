@@ -15,10 +15,11 @@ from zeroclaw_ref.mcp import (
 )
 from zeroclaw_ref.mcp import errors as e
 from zeroclaw_ref.mcp import handlers as h
-from zeroclaw_ref.mcp.discovery import TOOLS_LIST, list_all, parse_tools
+from zeroclaw_ref.mcp.discovery import list_all, parse_tools
 from zeroclaw_ref.mcp.lifecycle import TRANSITIONS, Event, LifecycleError, State, next_state
 from zeroclaw_ref.mcp.scrubber import scrub, scrub_secrets
 from zeroclaw_ref.mcp.stdio import excerpt, exit_status
+from zeroclaw_ref.wire.mcp import METHOD_TOOLS_LIST as TOOLS_LIST
 
 
 @pytest.mark.req("MCP-API-04")
