@@ -3,11 +3,22 @@
 `FakeMcpHttp()` listens on 127.0.0.1 at an ephemeral port and serves `/mcp`. Tool names pick
 the response style (JSON, SSE, resumable SSE, never answering, oversized, ...). Every request
 is recorded with its headers so tests can assert exactly what the client sent. Used by the
-unit tests of the HTTP and legacy SSE transports; `legacy=True` adds `/sse` + `/message`.
+unit tests of the HTTP and legacy SSE transports, which also find `/sse` + `/message` here.
+
+`FakeMcpHttp(more_tools=True)` lists three more tools: `escaped` (a reply whose JSON escapes make
+its raw body much larger than its decoded text), `blob` (a resource blob of `bytes` decoded
+bytes) and `sse_hold` (an SSE reply, then the stream held open until the test sets
+`state.hold_release`, then `flood` more bytes before the end).
+
+`script_for(fake)` lets one test replace the answer to one JSON-RPC method (or one tool of
+`tools/call`) and every GET on `/mcp`, leaving every other request to the stock fake; a fake
+without a `Script` behaves exactly as before. `https_fake` serves HTTPS with a certificate of a
+throw-away private CA (`tests/helpers/pki.py`), trusted through `tls_ca_cert_path`.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
@@ -15,8 +26,10 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 TOOLS = [
@@ -26,6 +39,9 @@ TOOLS = [
         "status500", "expire", "sniff", "get_reply", "close",
     )
 ]  # fmt: skip
+MORE_TOOLS = [
+    {"name": n, "inputSchema": {"type": "object"}} for n in ("escaped", "blob", "sse_hold")
+]
 
 
 @dataclass
@@ -54,6 +70,32 @@ class FakeState:
     endpoint: str = "/message?sessionId={sid}"
     session_header: bool = True
     redirect_to: str = ""  # where POST /redir sends the client (itself when empty: a loop)
+    tools: list[dict[str, Any]] = field(default_factory=lambda: list(TOOLS))
+    hold_release: threading.Event = field(default_factory=threading.Event)  # frees `sse_hold`
+    hold_finished: threading.Event = field(default_factory=threading.Event)
+    hold_released_in_time: bool = False
+    script: Script | None = None
+
+
+PostHook = Callable[["Handler", dict[str, Any]], None]
+GetHook = Callable[["Handler"], None]
+
+
+@dataclass
+class Script:
+    """What one fake answers differently. Keys of `posts` are a method name, or
+    `tools/call:<tool>` for a single tool; `get` replaces every GET on `/mcp`."""
+
+    posts: dict[str, PostHook] = field(default_factory=dict)
+    get: GetHook | None = None
+    release: threading.Event = field(default_factory=threading.Event)  # frees parked handlers
+
+
+def _key(message: dict[str, Any]) -> str:
+    method = str(message.get("method", ""))
+    if method == "tools/call":
+        return f"tools/call:{message.get('params', {}).get('name')}"
+    return method
 
 
 def _result(rid: Any, result: Any) -> dict[str, Any]:
@@ -126,6 +168,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
+        script = self.st.script
+        if script is not None and script.get is not None and not self.path.startswith("/sse"):
+            script.get(self)
+            return
         if self.path.startswith("/sse"):
             self.server.legacy_stream(self)
             return
@@ -158,6 +204,12 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         message = json.loads(self.rfile.read(length))
         self._record(message)
+        script = self.st.script
+        if script is not None and self.path.startswith("/mcp") and isinstance(message, dict):
+            hook = script.posts.get(_key(message))
+            if hook is not None:
+                hook(self, message)
+                return
         if self.path.startswith("/redir"):
             self._plain(307, Location=self.st.redirect_to or self.path)
             return
@@ -168,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
         if message.get("method") == "initialize":
             new = f"sess-{next(self.st.counter)}"
             self.st.sessions.add(new)
-            caps = {"tools": {}, "resources": {}}
+            caps: dict[str, Any] = {"tools": {}, "resources": {}}
             result = {"protocolVersion": "2025-11-25", "capabilities": caps,
                       "serverInfo": {"name": "fake", "version": "1"}}  # fmt: skip
             self._json(_result(message["id"], result), Mcp_Session_Id=new)
@@ -186,7 +238,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         method = message["method"]
         if method == "tools/list":
-            self._json(_result(message["id"], {"tools": TOOLS}))
+            self._json(_result(message["id"], {"tools": self.st.tools}))
             return
         if method == "tools/call":
             name = message["params"]["name"]
@@ -287,6 +339,32 @@ class Handler(BaseHTTPRequestHandler):
         body = f"data: {json.dumps(_text(rid, 'sniffed'))}\n\n".encode()
         self._plain(200, body, "text/plain")
 
+    # --- the tools of more_tools=True -------------------------------------------------------
+
+    def t_escaped(self, rid: Any, a: dict[str, Any]) -> None:
+        reply = json.dumps(_text(rid, "\u00e9" * int(a["chars"])), ensure_ascii=True)
+        if a.get("sse"):
+            self._sse_start()
+            self._chunk(f"event: message\ndata: {reply}\n\n")
+            self._sse_end()
+            return
+        self._plain(200, reply.encode(), "application/json")
+
+    def t_blob(self, rid: Any, a: dict[str, Any]) -> None:
+        blob = base64.b64encode(b"\x00" * int(a["bytes"])).decode()
+        resource = {"uri": "file:///data/big.bin", "mimeType": "application/octet-stream",
+                    "blob": blob}  # fmt: skip
+        self._json(_result(rid, {"content": [{"type": "resource", "resource": resource}]}))
+
+    def t_sse_hold(self, rid: Any, a: dict[str, Any]) -> None:
+        self._sse_start()
+        self._event(_text(rid, "early"), "h1")
+        self.st.hold_released_in_time = self.st.hold_release.wait(10)
+        with contextlib.suppress(OSError):
+            self._chunk(": " + "f" * int(a.get("flood", 0)) + "\n\n")
+            self._sse_end()
+        self.st.hold_finished.set()
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -322,7 +400,7 @@ class _Server(ThreadingHTTPServer):
                       "serverInfo": {"name": "legacy", "version": "1"}}  # fmt: skip
             reply: Any = _result(rid, result)
         elif method == "tools/list":
-            reply = _result(rid, {"tools": TOOLS})
+            reply = _result(rid, {"tools": self.state.tools})
         else:
             args = message["params"].get("arguments") or {}
             if message["params"]["name"] == "big":
@@ -338,8 +416,10 @@ class _Server(ThreadingHTTPServer):
 class FakeMcpHttp:
     """Run the fake server on a loopback ephemeral port (HTTPS when `tls` is given)."""
 
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, more_tools: bool = False) -> None:
         self.state = FakeState()
+        if more_tools:
+            self.state.tools += MORE_TOOLS
         self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.state = self.state
         if tls is not None:
@@ -356,9 +436,43 @@ class FakeMcpHttp:
             return [s for s in self.state.seen if verb is None or s.method == verb]
 
     def close(self) -> None:
+        self.state.hold_release.set()
+        if self.state.script is not None:
+            self.state.script.release.set()
         for _handler, done in self.state.get_streams:
             done.set()
         for q in self.state.legacy_queues.values():
             q.put(None)
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def script_for(fake: FakeMcpHttp) -> Script:
+    """The script of `fake`, attached on first use."""
+    if fake.state.script is None:
+        fake.state.script = Script()
+    return fake.state.script
+
+
+def sse_bytes(*events: str) -> bytes:
+    """Event-stream text made of the given raw event blocks."""
+    return "".join(events).encode()
+
+
+def message_event(value: Any, event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: message\ndata: {json.dumps(value)}\n\n"
+
+
+def text_result(rid: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}}
+
+
+def https_fake(tmp: Path) -> tuple[FakeMcpHttp, Path]:
+    """An HTTPS fake whose certificate chains to a fresh private CA; returns (fake, ca path)."""
+    from tests.helpers.pki import make_pki
+
+    ca, cert, key = make_pki(tmp)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return FakeMcpHttp(tls=ctx), ca

@@ -5,6 +5,15 @@ Options shape the handshake and the listings; tools script the behaviours the cl
 survive (crash mid-call, stderr flood, never answering, oversized lines, server→client
 requests, list_changed). `--record FILE` appends every received message as one JSON line, so
 tests can assert exactly what the client sent.
+
+`--more-tools` lists the tools of the process and pipe tests as well: `argv` (the raw argument
+list, see `--probe-arg`), `cwd`, `notify_lists`, `reply_and_exit`, `hold_grandchild` and
+`close_stdin` (answered on the reading thread, which closes stdin first and then blocks).
+Further options: `--init-gate PATH` (when PATH exists as `initialize` arrives, read one byte
+from it first: a FIFO the test writes to, so a re-handshake can be held open),
+`--notify-during-list` (a `notifications/tools/list_changed` before each `tools/list` reply) and
+`--rich-tools` (the optional fields of a tool definition on `structured`, with an
+`outputSchema` its `structuredContent` does not satisfy).
 """
 
 from __future__ import annotations
@@ -30,6 +39,30 @@ BASE_TOOLS = [
     "slow", "sleep", "big", "oversized", "ping_client", "elicit", "roots", "notify", "collide",
     "change_tools", "grandchild", "structured", "cancel_ask",
 ]  # fmt: skip
+MORE_TOOLS = ["argv", "cwd", "notify_lists", "reply_and_exit", "hold_grandchild", "close_stdin"]
+RICH_FIELDS: dict[str, Any] = {
+    "title": "Structured Thing",
+    "annotations": {"readOnlyHint": True, "title": "annotated"},
+    "outputSchema": {
+        "type": "object",
+        "properties": {"n": {"type": "string"}},
+        "required": ["n", "absent"],
+    },
+    "execution": {"taskSupport": "forbidden"},
+    "icons": [{"src": "https://example.invalid/i.png", "mimeType": "image/png"}],
+    "_meta": {"vendor/key": 1},
+}
+ORIGINAL_ARGV = list(sys.argv[1:])
+
+
+def more_tools_config(*args: str, name: str = "peer", **fields: Any) -> Any:
+    """A server entry (`McpServerConfig`) running this script with `--more-tools` and `args`."""
+    from zeroclaw_ref.config.model import McpServerConfig
+
+    script = str(Path(__file__).resolve())
+    return McpServerConfig(
+        name=name, command=sys.executable, args=(script, "--more-tools", *args), **fields
+    )
 
 
 class Server:
@@ -39,9 +72,14 @@ class Server:
         self.lock = threading.Lock()
         self.next_id = 0  # TypeScript servers start their own ids at 0
         self.waiting: dict[Any, tuple[threading.Event, list[Any]]] = {}
-        self.tools = [self.tool(n) for n in BASE_TOOLS] + [
+        more = MORE_TOOLS if args.more_tools else []
+        self.tools = [self.tool(n) for n in BASE_TOOLS + more] + [
             self.tool(f"filler_{i:02d}") for i in range(args.fillers)
         ]
+        if args.rich_tools:
+            for tool in self.tools:
+                if tool["name"] == "structured":
+                    tool.update(RICH_FIELDS)
         self.first_line = True
 
     @staticmethod
@@ -90,6 +128,13 @@ class Server:
                 message = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(message, dict):
+                continue
+            params = message.get("params") or {}
+            if message.get("method") == "tools/call" and params.get("name") == "close_stdin":
+                os.close(0)  # before answering: the client's next write must find it closed
+                self.text(message["id"], "stdin closing")
+                threading.Event().wait()  # stay alive until terminated
             if "method" not in message:
                 waiter = self.waiting.pop(message.get("id"), None)
                 if waiter is not None:
@@ -121,6 +166,9 @@ class Server:
 
     def m_initialize(self, rid: Any, params: dict[str, Any]) -> None:
         a = self.args
+        if a.init_gate and Path(a.init_gate).exists():
+            with Path(a.init_gate).open("rb") as fifo:
+                fifo.read(1)
         if a.init == "silent":
             return
         if getattr(self, "refuse_initialize", False):
@@ -169,6 +217,8 @@ class Server:
             self.error(rid, -32601, "Method not found")
 
     def m_tools_list(self, rid: Any, params: dict[str, Any]) -> None:
+        if self.args.notify_during_list:
+            self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         a = self.args
         if a.tools_list == "error":
             self.error(rid, -32603, "listing broke")
@@ -364,6 +414,33 @@ class Server:
         )
         os._exit(int(a.get("code", 5)))
 
+    # --- the tools of --more-tools ----------------------------------------------------------
+
+    def t_argv(self, rid: Any, a: dict[str, Any]) -> None:
+        self.text(rid, json.dumps(ORIGINAL_ARGV))
+
+    def t_cwd(self, rid: Any, a: dict[str, Any]) -> None:
+        self.text(rid, str(Path.cwd()))
+
+    def t_notify_lists(self, rid: Any, a: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
+        self.send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
+        self.text(rid, "lists changed")
+
+    def t_reply_and_exit(self, rid: Any, a: dict[str, Any]) -> None:
+        self.text(rid, "x" * int(a.get("bytes", 10)))
+        os._exit(0)
+
+    def t_hold_grandchild(self, rid: Any, a: dict[str, Any]) -> None:
+        # the grandchild inherits stdout and stderr and outlives nothing but its sleep; it leaves
+        # the server's process group, so that closing (which signals the group) cannot reach it
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.text(rid, str(child.pid))
+
 
 # How the era probe is answered: as legacy servers do (an error, silence, an exit, a refusal of
 # everything but initialize first), or with things that are no modern evidence either.
@@ -396,6 +473,11 @@ def main() -> None:
     parser.add_argument("--stderr-banner", default="")
     parser.add_argument("--linger", type=float, default=0.0, help="stay alive after stdin closes")
     parser.add_argument("--ignore-sigterm", action="store_true")
+    parser.add_argument("--more-tools", action="store_true")
+    parser.add_argument("--init-gate", default="")
+    parser.add_argument("--notify-during-list", action="store_true")
+    parser.add_argument("--rich-tools", action="store_true")
+    parser.add_argument("--probe-arg", action="append", default=[], help="ignored; see `argv`")
     args = parser.parse_args()
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.fake_mcp_extra import make_pki
 from tests.helpers.fake_mcp_http import FakeMcpHttp
+from tests.helpers.pki import make_pki
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.mcp import McpConnectError, McpOptions

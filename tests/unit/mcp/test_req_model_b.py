@@ -1,5 +1,5 @@
 """The client surface, discovery, recovery and response sizes (mcp.md §0.5, §2.3, §6.2, §7,
-§8), against the scripted stdio server (extended by `fake_mcp_extra_b.py`) and the loopback
+§8), against the scripted stdio server (its `--more-tools`) and the loopback
 HTTP fake."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
-from tests.helpers.fake_mcp_extra_b import RICH_FIELDS, ExtraHttp, extra_config
 from tests.helpers.fake_mcp_http import FakeMcpHttp
+from tests.helpers.mcp_server import RICH_FIELDS, more_tools_config
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CancelToken
@@ -65,8 +65,8 @@ def _pid(reg: McpRegistry) -> int:
 
 
 @pytest.fixture
-def http_fake() -> Iterator[ExtraHttp]:
-    server = ExtraHttp()
+def http_fake() -> Iterator[FakeMcpHttp]:
+    server = FakeMcpHttp(more_tools=True)
     yield server
     server.close()
 
@@ -199,7 +199,7 @@ def test_a_cancel_during_recovery_lets_it_finish_then_fails_before_writing(
 ) -> None:
     record = tmp_path / "rec.jsonl"
     path, fds = gate
-    reg = connect(extra_config("--record", str(record), "--init-gate", str(path)))
+    reg = connect(more_tools_config("--record", str(record), "--init-gate", str(path)))
     _arm(path, fds)
     _kill_and_wait_broken(reg)
     token = CancelToken()
@@ -234,7 +234,7 @@ def test_recovery_is_lazy_in_the_caller_thread_and_shared_by_concurrent_callers(
 ) -> None:
     record = tmp_path / "rec.jsonl"
     path, fds = gate
-    reg = connect(extra_config("--record", str(record), "--init-gate", str(path)))
+    reg = connect(more_tools_config("--record", str(record), "--init-gate", str(path)))
     conn = reg.connection("peer")
     transport = conn._transport  # type: ignore[attr-defined]
     opened_on: list[str] = []
@@ -276,7 +276,7 @@ def test_errors_that_are_answers_never_retry_or_reset_stdio(
     connect: Connect, tmp_path: Path
 ) -> None:
     record = tmp_path / "rec.jsonl"
-    reg = connect(extra_config("--record", str(record)))
+    reg = connect(more_tools_config("--record", str(record)))
     pid = _pid(reg)
     with pytest.raises(McpRpcError):
         reg.call_tool("peer__rpcerror", {})
@@ -290,7 +290,7 @@ def test_errors_that_are_answers_never_retry_or_reset_stdio(
 
 @pytest.mark.req("MCP-REC-05")
 def test_errors_that_are_answers_never_retry_or_reset_http(
-    connect: Connect, http_fake: ExtraHttp
+    connect: Connect, http_fake: FakeMcpHttp
 ) -> None:
     reg = connect(_http(http_fake, max_response_bytes=5000), options=HTTP_OPTS)
     with pytest.raises(McpProtocolError, match="HTTP 500"):
@@ -307,7 +307,9 @@ def test_errors_that_are_answers_never_retry_or_reset_http(
 
 @pytest.mark.req("MCP-RPC-09")
 def test_the_model_sees_the_specific_failure_text(connect: Connect) -> None:
-    reg = connect(extra_config(), options=McpOptions(default_tool_timeout_s=0.5, close_grace_s=1))
+    reg = connect(
+        more_tools_config(), options=McpOptions(default_tool_timeout_s=0.5, close_grace_s=1)
+    )
     ctx = ToolContext(cancel=CancelToken())
     by_name = {t.prefixed_name: McpToolAdapter(t, reg, None) for t in reg.tools()}
     expected = {
@@ -328,7 +330,7 @@ def test_the_model_sees_the_specific_failure_text(connect: Connect) -> None:
 
 @pytest.mark.req("MCP-DISC-07")
 def test_extra_tool_fields_are_kept_but_change_nothing_the_model_sees(connect: Connect) -> None:
-    reg = connect(extra_config("--rich-tools", name="rich"), extra_config(name="plain"))
+    reg = connect(more_tools_config("--rich-tools", name="rich"), more_tools_config(name="plain"))
     tools = {t.prefixed_name: t for t in reg.tools()}
     rich, plain = tools["rich__structured"], tools["plain__structured"]
     for key, value in RICH_FIELDS.items():
@@ -367,7 +369,9 @@ def test_cursors_are_opaque_and_every_listing_starts_afresh() -> None:
 @pytest.mark.req("MCP-DISC-13")
 def test_a_refresh_lists_from_the_first_page(connect: Connect, tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
-    reg = connect(extra_config("--record", str(record), "--page-size", "10", "--fillers", "15"))
+    reg = connect(
+        more_tools_config("--record", str(record), "--page-size", "10", "--fillers", "15")
+    )
     reg.call_tool("peer__change_tools", {})
     wait_for(lambda: reg.connection("peer").tools_stale, "list_changed")
     assert reg.refresh_if_stale() is True
@@ -379,7 +383,7 @@ def test_a_refresh_lists_from_the_first_page(connect: Connect, tmp_path: Path) -
 
 @pytest.mark.req("MCP-DISC-16")
 def test_a_list_changed_during_a_listing_leaves_the_list_stale(connect: Connect) -> None:
-    reg = connect(extra_config("--notify-during-list"))
+    reg = connect(more_tools_config("--notify-during-list"))
     conn = reg.connection("peer")
     assert conn.tools_stale is True  # arrived while the connect's listing ran
     assert reg.refresh_if_stale() is True
@@ -390,7 +394,7 @@ def test_a_list_changed_during_a_listing_leaves_the_list_stale(connect: Connect)
 @pytest.mark.req("MCP-DISC-20")
 def test_resource_and_prompt_list_changes_send_nothing(connect: Connect, tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
-    reg = connect(extra_config("--record", str(record)))
+    reg = connect(more_tools_config("--record", str(record)))
     before = len(_recorded(record))
     assert _text(reg.call_tool("peer__notify_lists", {})) == "lists changed"
     assert reg.connection("peer").tools_stale is False
@@ -405,7 +409,7 @@ def test_the_client_never_sends_unsupported_methods_or_progress_tokens(
     connect: Connect, tmp_path: Path
 ) -> None:
     record = tmp_path / "rec.jsonl"
-    reg = connect(extra_config("--record", str(record)))
+    reg = connect(more_tools_config("--record", str(record)))
     reg.call_tool("peer__echo", {"message": "x"})
     reg.call_tool("peer__notify", {})  # the server logs and reports progress
     reg.list_resources()
@@ -428,7 +432,7 @@ def test_the_client_never_sends_unsupported_methods_or_progress_tokens(
 
 @pytest.mark.req("MCP-SIZE-02")
 def test_the_limit_counts_raw_body_bytes_not_decoded_text(
-    connect: Connect, http_fake: ExtraHttp
+    connect: Connect, http_fake: FakeMcpHttp
 ) -> None:
     reg = connect(_http(http_fake, max_response_bytes=5000), options=HTTP_OPTS)
     # 1000 characters (2000 bytes as UTF-8) sent as \u00e9 escapes: about 6000 raw bytes
@@ -441,7 +445,7 @@ def test_the_limit_counts_raw_body_bytes_not_decoded_text(
 
 @pytest.mark.req("MCP-SIZE-02", "MCP-SIZE-01")
 def test_the_default_limit_admits_a_full_ten_mib_blob(
-    connect: Connect, http_fake: ExtraHttp, tmp_path: Path
+    connect: Connect, http_fake: FakeMcpHttp, tmp_path: Path
 ) -> None:
     reg = connect(_http(http_fake), options=HTTP_OPTS)
     result = reg.call_tool("h__blob", {"bytes": 10 * 1024 * 1024})  # 13.98 MB of base64
@@ -453,17 +457,17 @@ def test_the_default_limit_admits_a_full_ten_mib_blob(
 
 @pytest.mark.req("MCP-SIZE-07")
 def test_an_sse_reply_is_returned_before_the_stream_ends(
-    connect: Connect, http_fake: ExtraHttp, caplog: pytest.LogCaptureFixture
+    connect: Connect, http_fake: FakeMcpHttp, caplog: pytest.LogCaptureFixture
 ) -> None:
     reg = connect(_http(http_fake, max_response_bytes=5000), options=HTTP_OPTS)
     with caplog.at_level(logging.WARNING):
         result = reg.call_tool("h__sse_hold", {"flood": 20_000})
         assert _text(result) == "early"
-        assert not http_fake.extra.finished.is_set()  # the server still holds the stream
-        http_fake.extra.release.set()
-        wait_for(http_fake.extra.finished.is_set, "stream end")
+        assert not http_fake.state.hold_finished.is_set()  # the server still holds the stream
+        http_fake.state.hold_release.set()
+        wait_for(http_fake.state.hold_finished.is_set, "stream end")
         assert _text(reg.call_tool("h__echo", {"message": "next"})) == "Echo: next"
-    assert http_fake.extra.released_in_time
+    assert http_fake.state.hold_released_in_time
     assert reg.connection("h").state is State.READY
     assert "limit" not in caplog.text
 

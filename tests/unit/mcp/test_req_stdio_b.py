@@ -1,5 +1,5 @@
 """The stdio transport: spawning, framing, the reader thread and child deaths (mcp.md §3, §7.3),
-against the scripted server extended by `tests/helpers/fake_mcp_extra_b.py`."""
+against the scripted server of `tests/helpers/mcp_server.py` with `--more-tools`."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
-from tests.helpers.fake_mcp_extra_b import extra_config
+from tests.helpers.mcp_server import more_tools_config
 from tests.unit.mcp.conftest import FAST, Connect
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.mcp import ClientHandlers, McpOptions, McpRegistry, McpTimeoutError
 from zeroclaw_ref.mcp import connection as connection_module
 from zeroclaw_ref.mcp.lifecycle import State
 
-EXTRA = Path(__file__).resolve().parents[2] / "helpers" / "fake_mcp_extra_b.py"
+SERVER = Path(__file__).resolve().parents[2] / "helpers" / "mcp_server.py"
 
 
 def _raw_lines(path: Path) -> list[bytes]:
@@ -77,10 +77,15 @@ def test_the_child_is_spawned_without_a_shell_on_binary_pipes(
 ) -> None:
     tricky = ("a b", "$HOME;echo hi", "*", "`id`")
     probe = [part for arg in tricky for part in ("--probe-arg", arg)]
-    reg = connect(extra_config(*probe))
+    reg = connect(more_tools_config(*probe))
     [(argv, kwargs)] = popen_calls
     executable = shutil.which(sys.executable) or sys.executable
-    assert argv == [executable, str(EXTRA), *probe]  # a list: never a command string
+    assert argv == [
+        executable,
+        str(SERVER),
+        "--more-tools",
+        *probe,
+    ]  # a list: never a command string
     assert not kwargs.get("shell", False)
     assert kwargs["stdin"] == kwargs["stdout"] == kwargs["stderr"] == subprocess.PIPE
     for text_mode in ("text", "universal_newlines", "encoding", "errors"):
@@ -88,7 +93,7 @@ def test_the_child_is_spawned_without_a_shell_on_binary_pipes(
     proc = reg.connection("peer")._transport._child.proc  # type: ignore[attr-defined]
     assert isinstance(proc.stdin, io.BufferedWriter) and isinstance(proc.stdout, io.BufferedReader)
     # the arguments reach the child verbatim: nothing expanded, split or globbed
-    assert json.loads(_text(reg.call_tool("peer__argv", {}))) == probe
+    assert json.loads(_text(reg.call_tool("peer__argv", {}))) == ["--more-tools", *probe]
 
 
 @pytest.mark.req("MCP-STDIO-03")
@@ -101,7 +106,7 @@ def test_the_child_inherits_the_working_directory(
     here = tmp_path / "cwd here"
     here.mkdir()
     monkeypatch.chdir(here)
-    reg = connect(extra_config())
+    reg = connect(more_tools_config())
     assert "cwd" not in popen_calls[0][1] or popen_calls[0][1]["cwd"] is None
     assert Path(_text(reg.call_tool("peer__cwd", {}))).resolve() == here.resolve()
 
@@ -139,7 +144,7 @@ def test_each_message_is_one_compact_utf8_line_written_once_and_flushed(
     connect: Connect, tmp_path: Path
 ) -> None:
     record = tmp_path / "rec.jsonl"
-    reg = connect(extra_config("--record", str(record)))
+    reg = connect(more_tools_config("--record", str(record)))
     proc = reg.connection("peer")._transport._child.proc  # type: ignore[attr-defined]
     pipe = _CountingPipe(proc.stdin)
     proc.stdin = pipe
@@ -175,7 +180,7 @@ def test_nothing_but_json_rpc_messages_reaches_the_child_stdin(
     record = tmp_path / "rec.jsonl"
     hooks = ClientHandlers(elicitation=lambda params: {"action": "decline"})
     opts = McpOptions(default_tool_timeout_s=0.5, close_grace_s=1)
-    reg = connect(extra_config("--record", str(record)), options=opts, handlers=hooks)
+    reg = connect(more_tools_config("--record", str(record)), options=opts, handlers=hooks)
     reg.call_tool("peer__echo", {"message": "x"})
     reg.call_tool("peer__elicit", {})  # a response to a server request
     reg.call_tool("peer__ping_client", {})
@@ -213,7 +218,7 @@ def test_one_reader_per_child_routes_responses_requests_and_notifications(
         elicitation=elicit,  # type: ignore[arg-type]
         on_notification=lambda server, method, params: notes.append(method),
     )
-    reg = connect(extra_config(), handlers=hooks)
+    reg = connect(more_tools_config(), handlers=hooks)
     assert len(_threads("mcp-peer-stdout")) == 1
     assert json.loads(_text(reg.call_tool("peer__elicit", {})))["result"] == {"action": "decline"}
     assert handled_on and handled_on[0] != "mcp-peer-stdout"  # the handler pool, not the reader
@@ -233,7 +238,7 @@ def test_one_reader_per_child_routes_responses_requests_and_notifications(
 
 @pytest.mark.req("MCP-STDIO-10")
 def test_messages_from_an_ended_generation_are_discarded(connect: Connect) -> None:
-    reg = connect(extra_config())
+    reg = connect(more_tools_config())
     conn = reg.connection("peer")
     with pytest.raises(Exception, match="outcome unknown"):
         reg.call_tool("peer__crash", {})
@@ -273,7 +278,7 @@ def test_each_request_waits_on_its_own_slot_without_polling(
             offers.append((id(self), threading.current_thread().name))
             return super().offer(value)
 
-    reg = connect(extra_config())
+    reg = connect(more_tools_config())
     monkeypatch.setattr(connection_module, "Slot", Recording)
     results: list[str] = []
 
@@ -299,7 +304,7 @@ def test_each_request_waits_on_its_own_slot_without_polling(
 @pytest.mark.req("MCP-STDIO-18")
 @pytest.mark.parametrize("size", [10, 4_000_000])
 def test_a_reply_written_just_before_exit_is_delivered(connect: Connect, size: int) -> None:
-    reg = connect(extra_config())
+    reg = connect(more_tools_config())
     for _ in range(4):
         result = reg.call_tool("peer__reply_and_exit", {"bytes": size})
         assert _text(result) == "x" * size
@@ -308,7 +313,7 @@ def test_a_reply_written_just_before_exit_is_delivered(connect: Connect, size: i
 
 @pytest.mark.req("MCP-STDIO-24")
 def test_closing_does_not_wait_for_a_reader_held_open_by_a_grandchild(connect: Connect) -> None:
-    reg = connect(extra_config(), options=McpOptions(close_grace_s=1))
+    reg = connect(more_tools_config(), options=McpOptions(close_grace_s=1))
     grandchild = int(_text(reg.call_tool("peer__hold_grandchild", {})))
     try:
         [reader] = _threads("mcp-peer-stdout")
@@ -326,7 +331,7 @@ def test_closing_does_not_wait_for_a_reader_held_open_by_a_grandchild(connect: C
 def test_a_broken_pipe_on_write_respawns_and_sends_once(connect: Connect, tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     reg = connect(
-        extra_config("--record", str(record)),
+        more_tools_config("--record", str(record)),
         options=McpOptions(init_timeout_s=10, default_tool_timeout_s=10, close_grace_s=0.2),
     )
     first = _pid(reg)
@@ -342,7 +347,7 @@ def test_a_broken_pipe_on_write_respawns_and_sends_once(connect: Connect, tmp_pa
 
 @pytest.mark.req("MCP-SIZE-11")
 def test_stdio_ignores_max_response_bytes(connect: Connect) -> None:
-    reg = connect(extra_config(max_response_bytes=1000), options=FAST)
+    reg = connect(more_tools_config(max_response_bytes=1000), options=FAST)
     result = reg.call_tool("peer__big", {"bytes": 200_000})
     assert len(_text(result)) == 200_000
     assert reg.connection("peer").state is State.READY

@@ -1,7 +1,8 @@
 """Streamable HTTP transport rules (mcp.md §4) against the scripted fake.
 
 Each test names the rule it proves; the fake's answers are replaced per test through
-`tests.helpers.fake_mcp_extra` so that the exact wire situation of a rule can be staged.
+`script_for` (`tests.helpers.fake_mcp_http`) so that the exact wire situation of a rule can be
+staged.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ import requests
 from urllib3.exceptions import ProtocolError
 
 from tests.conftest import wait_for
-from tests.helpers.fake_mcp_extra import (
+from tests.helpers.fake_mcp_http import (
+    FakeMcpHttp,
+    Handler,
     Script,
     https_fake,
-    install_scripts,
     message_event,
     script_for,
     sse_bytes,
     text_result,
 )
-from tests.helpers.fake_mcp_http import FakeMcpHttp, Handler
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.jsontypes import JSON
@@ -55,7 +56,6 @@ NO_SSE = "MCP server returned no response in SSE stream"
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMcpHttp]:
-    install_scripts(monkeypatch)
     server = FakeMcpHttp()
     yield server
     script_for(server).release.set()
@@ -135,7 +135,6 @@ def test_posts_and_delete_share_one_keep_alive_session_and_the_get_uses_its_own(
 def test_the_get_stream_session_gets_the_same_custom_trust(
     connect: Connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    install_scripts(monkeypatch)
     server, ca = https_fake(tmp_path)
     try:
         server.state.get_mode = "stream"

@@ -18,15 +18,15 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.helpers.fake_mcp import FakeMcp, FakeServer
-from tests.helpers.fake_mcp_extra import (
+from tests.helpers.fake_mcp_http import (
+    FakeMcpHttp,
+    Handler,
     Script,
     https_fake,
-    install_scripts,
     message_event,
     script_for,
     text_result,
 )
-from tests.helpers.fake_mcp_http import FakeMcpHttp, Handler
 from tests.unit.mcp.conftest import FAST, SERVER, Connect, stdio_config
 from zeroclaw_ref.config import write
 from zeroclaw_ref.config.load import load_config
@@ -53,7 +53,6 @@ OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5, 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMcpHttp]:
-    install_scripts(monkeypatch)
     server = FakeMcpHttp()
     yield server
     script_for(server).release.set()

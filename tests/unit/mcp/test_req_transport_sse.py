@@ -1,7 +1,8 @@
 """Legacy HTTP+SSE transport rules (mcp.md §5) against the scripted fake.
 
 Each test names the rule it proves; the fake's answers are replaced per test through
-`tests.helpers.fake_mcp_extra` so that the exact wire situation of a rule can be staged.
+`script_for` (`tests.helpers.fake_mcp_http`) so that the exact wire situation of a rule can be
+staged.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
-from tests.helpers.fake_mcp_extra import (
+from tests.helpers.fake_mcp_http import (
+    FakeMcpHttp,
+    Handler,
     https_fake,
-    install_scripts,
     message_event,
     script_for,
     sse_bytes,
     text_result,
 )
-from tests.helpers.fake_mcp_http import FakeMcpHttp, Handler
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.jsontypes import JSON
@@ -43,7 +44,6 @@ OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5, 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMcpHttp]:
-    install_scripts(monkeypatch)
     server = FakeMcpHttp()
     yield server
     script_for(server).release.set()
