@@ -294,7 +294,7 @@ class McpRegistry:
         """[MCP-NAME-04] the raw `prompts/get` result for `<server>__<name>`."""
         server, name = _split(prefixed_name)
         connection = self._capable(server, "prompts")
-        timeout = self.options.list_timeout_s  # BREAK
+        timeout = self.options.tool_timeout(connection.config.tool_timeout_secs)
         params: JSONObject = {"name": name, "arguments": arguments or {}}
         return connection.request(wire.METHOD_PROMPTS_GET, params, timeout)
 
