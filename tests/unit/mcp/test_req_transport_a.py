@@ -32,6 +32,7 @@ from tests.helpers.fake_mcp_http import (
     sse_bytes,
     text_result,
 )
+from tests.helpers.mcp_calls import call, outcome_unknown, text_of, tool_posts
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.jsontypes import JSON
@@ -40,7 +41,6 @@ from zeroclaw_ref.mcp import (
     McpOptions,
     McpOutcomeUnknownError,
     McpProtocolError,
-    McpRegistry,
     McpTimeoutError,
     accept_with_defaults,
 )
@@ -64,32 +64,6 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMcpHttp]:
 
 def http_config(fake: FakeMcpHttp, **fields: Any) -> McpServerConfig:
     return McpServerConfig(name="h", transport="http", url=fake.url, **fields)
-
-
-def call(reg: McpRegistry, tool: str, timeout: float = 5.0, server: str = "h", **args: Any) -> JSON:
-    """`tools/call` of any tool name, listed by the fake or not."""
-    params: dict[str, JSON] = {"name": tool, "arguments": args}
-    return reg.connection(server).request("tools/call", params, timeout, tool=tool)
-
-
-def text_of(result: JSON) -> str:
-    assert isinstance(result, dict)
-    return str(result["content"][0]["text"])
-
-
-def outcome_unknown(tool: str, cause: str, server: str = "h") -> str:
-    return (
-        f"MCP server `{server}` failed during tool call `{tool}`; outcome unknown and request "
-        f"was not replayed: {cause}"
-    )
-
-
-def tool_posts(fake: FakeMcpHttp, tool: str) -> list[Any]:
-    return [
-        s
-        for s in fake.seen("POST")
-        if isinstance(s.body, dict) and s.body.get("params", {}).get("name") == tool
-    ]
 
 
 def _park(script: Script, seconds: float = 20) -> None:

@@ -27,13 +27,13 @@ from tests.helpers.fake_mcp_http import (
     script_for,
     text_result,
 )
+from tests.helpers.mcp_calls import call, text_of
 from tests.unit.mcp.conftest import FAST, SERVER, Connect, stdio_config
 from zeroclaw_ref.config import write
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import MASK, ConfigError, ConfigSnapshot, McpServerConfig
 from zeroclaw_ref.config.store import ConfigStore
 from zeroclaw_ref.config.view import get_leaf, read_view, render_json, render_text
-from zeroclaw_ref.core.jsontypes import JSON
 from zeroclaw_ref.engine import mcp_step
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import PathRequest, resolve
@@ -41,7 +41,6 @@ from zeroclaw_ref.mcp import (
     ClientHandlers,
     McpError,
     McpOptions,
-    McpRegistry,
     McpTimeoutError,
     accept_with_defaults,
     format_result_for_model,
@@ -61,16 +60,6 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMcpHttp]:
 
 def http_config(fake: FakeMcpHttp, **fields: Any) -> McpServerConfig:
     return McpServerConfig(name="h", transport="http", url=fake.url, **fields)
-
-
-def call(reg: McpRegistry, tool: str, timeout: float, server: str = "h", **args: Any) -> JSON:
-    params: dict[str, JSON] = {"name": tool, "arguments": args}
-    return reg.connection(server).request("tools/call", params, timeout, tool=tool)
-
-
-def text_of(result: JSON) -> str:
-    assert isinstance(result, dict)
-    return str(result["content"][0]["text"])
 
 
 def recorded(path: Path) -> list[dict[str, Any]]:
