@@ -14,10 +14,9 @@ import argparse
 import getpass
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
+from zeroclaw_ref.cli.streams import Streams
 from zeroclaw_ref.config.dirs import resolve_dirs
 from zeroclaw_ref.config.edit import Outcome, StepKind, parse_path
 from zeroclaw_ref.config.model import ConfigError
@@ -29,15 +28,6 @@ _SECRET_TTY = "Secret input requires a terminal on stdin; use --value-stdin or -
 _PATH_RE = re.compile(r"^([a-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+|\[\d+\])+)[: ]")
 _LINE_RE = re.compile(r"^:(\d+): ")
 _TOML_LINE_RE = re.compile(r"\(at line (\d+), column \d+\)")
-
-
-@dataclass(frozen=True, slots=True)
-class Streams:
-    """The standard streams the command uses (real ones, or test doubles)."""
-
-    stdin: TextIO
-    stdout: TextIO
-    stderr: TextIO
 
 
 class _Refused(Exception):

@@ -17,7 +17,6 @@ import locale
 from collections.abc import Mapping
 from pathlib import Path
 
-from zeroclaw_ref.cli.config_cmd import Streams
 from zeroclaw_ref.cli.config_edit_model import (
     BACKSPACE,
     DOWN,
@@ -32,6 +31,7 @@ from zeroclaw_ref.cli.config_edit_model import (
     Result,
     ServerView,
 )
+from zeroclaw_ref.cli.streams import Streams
 from zeroclaw_ref.config import write
 from zeroclaw_ref.config.dirs import config_file
 from zeroclaw_ref.config.edit import server_list

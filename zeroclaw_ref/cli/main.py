@@ -190,7 +190,8 @@ def _run_cron(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _run_config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """`config get | set | unset | list | validate | rename` (config.md §12, §13.2)."""
-    from zeroclaw_ref.cli.config_cmd import Streams, run_config
+    from zeroclaw_ref.cli.config_cmd import run_config
+    from zeroclaw_ref.cli.streams import Streams
 
     return run_config(args, environ, Streams(sys.stdin, sys.stdout, sys.stderr))
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.cli.config_cmd import Streams
 from zeroclaw_ref.cli.config_edit import NOT_A_TERMINAL, FileBackend, run_editor
 from zeroclaw_ref.cli.config_edit_model import (
     ADD_ROW,
@@ -31,6 +30,7 @@ from zeroclaw_ref.cli.config_edit_model import (
     Screen,
     ServerView,
 )
+from zeroclaw_ref.cli.streams import Streams
 from zeroclaw_ref.config.edit import EditError
 from zeroclaw_ref.config.model import ConfigError
 from zeroclaw_ref.config.secrets import decrypt, key_file, read_key
