@@ -101,6 +101,8 @@ def run_with(path: Path, fixtures: Path, mutation: str) -> ScenarioResult:
 CASES: list[tuple[str, list[dict[str, object]], str, dict[str, object]]] = [
     ("pollution", INIT, "stdout-pollution", {}),
     ("crlf", INIT, "stdout-pollution", {}),
+    ("empty-line", INIT, "stdout-pollution", {}),
+    ("partial-line", INIT, "stdout-pollution", {}),
     ("wrong-error-code", INIT + UNKNOWN, "mismatch", {}),
     ("extra-message", INIT + SESSION, "unexpected-message", {}),
     ("no-exit-on-eof", INIT, "no-exit-on-eof", {"timeouts": {"expect": 5, "exit": 1}}),
@@ -128,6 +130,22 @@ def test_mutant_agent_fails_for_its_stated_reason(
     assert control.status == "pass", control.report
     result = run_with(path, fixtures, mutation)
     assert (result.status, result.reason) == ("fail", reason), result.report
+
+
+@pytest.mark.req("TX-FLOW-05")
+@pytest.mark.parametrize(
+    ("mutation", "quoted"),
+    [("empty-line", "empty line: b'\\n'"), ("partial-line", "partial line at EOF: b'{")],
+)
+def test_stdout_pollution_quotes_the_offending_bytes(
+    tmp_path: Path, mutation: str, quoted: str
+) -> None:
+    """An empty line is not skipped and a cut line is not dropped: each fails the scenario
+    with its own reason and the bytes themselves in the report."""
+    path, fixtures = write_scenario(tmp_path, mutation, INIT)
+    result = run_with(path, fixtures, mutation)
+    assert (result.status, result.reason) == ("fail", "stdout-pollution"), result.report
+    assert quoted in result.report
 
 
 def test_mismatch_report_names_line_pointer_and_bindings_without_temp_paths(

@@ -52,6 +52,8 @@ def handle(msg: dict[str, object]) -> None:
     if method == "initialize":
         if MUTATION == "pollution":
             print("starting up")  # a log line on stdout
+        if MUTATION == "empty-line":
+            sys.stdout.write("\n")  # a blank line between messages (TX-FLOW-05)
         answer: dict[str, object] = {"protocolVersion": 1}
         if MUTATION == "load-session":
             answer["agentCapabilities"] = {"loadSession": True}
@@ -89,6 +91,9 @@ def main() -> int:
         assert peer.stdin is not None
         peer.stdin.close()
         peer.wait()
+    if MUTATION == "partial-line":
+        sys.stdout.write('{"jsonrpc":"2.0"')  # cut short: no LF before EOF (TX-FLOW-05)
+        sys.stdout.flush()
     if MUTATION in ("no-exit-on-eof", "extra-message-lingers", "ignores-extensions-lingers"):
         threading.Event().wait()  # never returns; the runner must kill us
     return 3 if MUTATION == "exit-status" else 0

@@ -233,3 +233,37 @@ def test_history_trimming_is_reported_after_a_turn_and_before_a_restore(tmp_path
     replayed = [m["params"]["update"]["content"]["text"] for m in seen[1:]]  # type: ignore[index]
     assert replayed == ["one", "Echo: one", "two", "Echo: two"]  # every stored turn is replayed
     assert again.close_input() == 0
+
+
+@pytest.mark.req("ACP-STORE-12", "ACP-LOAD-09")
+def test_a_failed_turn_is_neither_stored_nor_replayed(tmp_path: Path) -> None:
+    """A turn that completes, then one the model fails: the store holds one turn, and after a
+    restart `session/load` replays only the completed one (the failed prompt is lost)."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text(
+        '[providers.script]\nkind = "scripted"\nscript = "model.json"\n[risk_profiles.r]\n'
+        '[runtime_profiles.d]\n[agents.a]\nmodel_provider = "script"\nrisk_profile = "r"\n'
+        'runtime_profile = "d"\n'
+    )
+    turns = [{"chunks": ["First done."]}, {"error": "upstream unavailable"}]
+    (cfg / "model.json").write_text(json.dumps({"turns": turns}))
+    agent = AcpProcess(cfg)
+    sid = _new_session(agent)
+    done, _ = _prompt(agent, sid, 2, "first")
+    assert done["result"]["stopReason"] == "end_turn"  # type: ignore[index]
+    failed, _ = _prompt(agent, sid, 3, "second")
+    assert failed["error"]["code"] == -32603  # type: ignore[index]
+    assert agent.close_input() == 0
+    db = sqlite3.connect(store_path(cfg / "data"))
+    stored = db.execute("SELECT turn_index, updates_json FROM acp_turns").fetchall()
+    db.close()
+    assert [index for index, _ in stored] == [0]
+    assert "second" not in stored[0][1]
+    again = AcpProcess(cfg)
+    again.request(1, "session/load", {"sessionId": sid})
+    updates: list[dict[str, object]] = []
+    assert again.response(1, updates)["result"] == {}
+    texts = [u["params"]["update"]["content"]["text"] for u in updates]  # type: ignore[index]
+    assert texts == ["first", "First done."]
+    assert again.close_input() == 0

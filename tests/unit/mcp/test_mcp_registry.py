@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.unit.mcp.conftest import Connect, stdio_config
-from zeroclaw_ref.mcp import McpError, McpProtocolError, McpRegistry
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.mcp import McpError, McpOptions, McpProtocolError, McpRegistry
+from zeroclaw_ref.mcp.connection import Connection
 from zeroclaw_ref.mcp.discovery import McpTool
 
 
@@ -49,6 +53,36 @@ def test_resources_and_prompts_by_prefixed_name(connect: Connect) -> None:
         reg.get_prompt("other__x")
     with pytest.raises(McpError, match=r"^`cursor` requires a `server`"):
         reg.list_prompts(cursor="c")
+
+
+@pytest.mark.req("MCP-TIME-02", "MCP-TIME-03")
+@pytest.mark.parametrize("configured", [3.0, None], ids=["server-timeout", "default"])
+def test_reads_and_prompts_are_bounded_like_tool_calls(
+    connect: Connect, monkeypatch: pytest.MonkeyPatch, configured: float | None
+) -> None:
+    """The deadline each request is given, seen where the registry hands it to the
+    connection: `resources/read` and `prompts/get` get the server's tool timeout (its own
+    `tool_timeout_secs`, else the default), the listings get the list timeout."""
+    given: dict[str, float] = {}
+    real = Connection.request
+
+    def spy(
+        self: Connection, method: str, params: JSONObject | None, timeout: float, **kw: Any
+    ) -> JSON:
+        given[method] = timeout
+        return real(self, method, params, timeout, **kw)
+
+    options = McpOptions(init_timeout_s=10, list_timeout_s=9, default_tool_timeout_s=7)
+    reg = connect(stdio_config(tool_timeout_secs=configured), options=options)
+    monkeypatch.setattr(Connection, "request", spy)
+    reg.call_tool("peer__echo", {"message": "m"})
+    reg.read_resource("peer__test://doc/1")
+    reg.get_prompt("peer__greet", {"who": "Ada"})
+    reg.list_prompts("peer")
+    tool = given["tools/call"]
+    assert tool == (configured or 7.0)
+    assert (given["resources/read"], given["prompts/get"]) == (tool, tool)
+    assert given["prompts/list"] == 9
 
 
 @pytest.mark.req("MCP-RESULT-05", "MCP-RESULT-06", "MCP-NAME-03", "MCP-ERR-59")
