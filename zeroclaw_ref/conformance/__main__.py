@@ -120,11 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     cov.add_argument("--json", type=Path)
     show = sub.add_parser("show", help="print a scenario for humans")
     show.add_argument("--fixtures", type=Path)
+    show.add_argument("--json", action="store_true", help="the client's steps, as data")
     show.add_argument("scenario")
     lst = sub.add_parser("list", help="list scenario ids with level, profile and tags")
     lst.add_argument("--fixtures", type=Path)
     lst.add_argument("--servable", action="store_true")
     lst.add_argument("--profile", action="append", default=[])
+    lst.add_argument("--json", action="store_true", help="a JSON array of the ids")
+    lst.add_argument("paths", nargs="*", type=Path)
     rec = sub.add_parser("record", help="draft expected frames from an agent, for review")
     rec.add_argument("--agent", default=default_agent())
     rec.add_argument("--fixtures", type=Path)
@@ -252,7 +255,7 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "coverage":
         return run_coverage(fixtures, args.spec, args.json)
     if args.command == "show":
-        return show_scenario(fixtures, args.scenario)
+        return show_scenario(fixtures, args.scenario, args.json)
     if args.command == "record":
         options = RunOptions(agent=args.agent, timeout_scale=args.timeout_scale)
         return run_record(fixtures, resolve_selection(args.paths, fixtures), options, args.write)
@@ -260,7 +263,8 @@ def dispatch(args: argparse.Namespace) -> int:
         served = ServeOptions(args.idle_timeout, args.allow_tail, args.report)
         return serve_command(args.scenario, fixtures, served)
     profiles = _split(args.profile, PROFILES, "profile") if args.profile else None
-    return list_scenarios(fixtures, args.servable, profiles)
+    selection = resolve_selection(args.paths, fixtures)
+    return list_scenarios(fixtures, args.servable, profiles, selection, args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

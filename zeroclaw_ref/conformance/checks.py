@@ -22,6 +22,7 @@ from .placeholders import (
     parse,
     substitute_host_text,
 )
+from .profiles import CLIENT_PROFILE
 from .transcript import Frame, Problem, Scenario, frame_ignore, support_path
 
 WILDCARD_MEMBERS = ("params", "result", "error")
@@ -157,7 +158,12 @@ def check_frames(sc: Scenario) -> list[Problem]:
         elif frame.verb in ("send", "send_raw"):
             if frame.ch == "acp" and closed:
                 w.add(frame.line, "TX-FRAME-06", "send on acp after close_input, before restart")
-            w.send_value(frame, frame.value)
+            if frame.verb == "send" and sc.profile == CLIENT_PROFILE:
+                # [ZC-SERVE-02] only serve plays it: a send is matched against the client's
+                # message, so it may bind names (a terminalId the client chose) as an expect does
+                w.expect_value(frame, frame.value)
+            else:
+                w.send_value(frame, frame.value)
             if frame.verb == "send_raw":
                 _check_raw(frame, w)
         elif frame.verb == "do" and frame.ch == "acp":

@@ -22,6 +22,9 @@ from .coverage import (
     load_manifest,
     parse_spec,
 )
+from .profiles import CLIENT_PROFILE
+from .serve_rules import capability_problems
+from .serve_values import servable_problems
 from .suite import NOT_SCENARIO_DIRS, SelectionError, discover, read_expected_failures
 from .transcript import PROTOCOLS, Problem, Scenario, TranscriptError, display_path, load
 
@@ -47,6 +50,7 @@ def lint_paths(fixtures: Path, paths: Sequence[Path], spec_dir: Path | None) -> 
             problems += exc.problems
             continue
         problems += check_frames(sc)
+        problems += _serve_problems(sc)
         scenarios.append(sc)
     problems += _requirement_ids(fixtures, scenarios, spec_dir)
     problems += _case_collisions(scenarios)
@@ -55,6 +59,16 @@ def lint_paths(fixtures: Path, paths: Sequence[Path], spec_dir: Path | None) -> 
         problems += _stray_files(fixtures)
         problems += _expected_failures(fixtures)
     return problems
+
+
+def _serve_problems(sc: Scenario) -> list[Problem]:
+    """[ZC-SERVE-02] a client scenario must be servable; [ZC-SERVE-03] a scenario serve
+    would otherwise play may not write fs/terminal requests its client_needs do not name."""
+    problems = servable_problems(sc)
+    if sc.profile == CLIENT_PROFILE:
+        return problems
+    capability = capability_problems(sc)
+    return capability if len(problems) == len(capability) else []
 
 
 def _requirement_ids(

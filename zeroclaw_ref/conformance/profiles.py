@@ -4,7 +4,8 @@ Every scenario names one profile. ``acp`` scenarios hold for any agent that
 follows base ACP v1: they use no host hook and begin with ``initialize``.
 ``zeroclaw`` scenarios pin what ZeroClaw adds on ACP (string prompts, config,
 the demo and scripted models...), and ``zeroclaw-mcp`` those that also play
-fake MCP servers.
+fake MCP servers. ``client`` scenarios judge ACP *clients*: only ``serve``
+plays them, and ``run`` reports them not-applicable ([ZC-SERVE-02]).
 
 A scenario's *needs* are the agent capabilities (dotted paths below the
 ``agentCapabilities`` of the ``initialize`` result) and the host hooks it
@@ -19,7 +20,13 @@ from collections.abc import Callable, Iterable, Mapping
 
 from .jsonlex import JSON
 
-PROFILES = ("acp", "zeroclaw", "zeroclaw-mcp")
+PROFILES = ("acp", "zeroclaw", "zeroclaw-mcp", "client")
+# [ZC-SERVE-02] the profile of scenarios written to judge clients through serve
+CLIENT_PROFILE = "client"
+CLIENT_ONLY = "judges clients; play it with serve"
+# [ZC-SERVE-03] client capabilities (below initialize's params.clientCapabilities) a
+# scenario may need; serve writes fs/* and terminal/* requests only to a client offering them
+CLIENT_CAPABILITIES = ("fs.readTextFile", "fs.writeTextFile", "terminal")
 # [TX-NEEDS-01] the hooks of transcripts.md §7 an agent may or may not honour
 HOOKS = ("config", "model", "workspace")
 # [TX-NEEDS-01] capabilities of the ACP v1 stable schema a scenario may need
@@ -81,6 +88,38 @@ def check_header(
         if used:
             add(1, "TX-PROFILE-02", f"an acp scenario uses no host hook; it uses {sorted(used)}")
     return profile, needs
+
+
+def check_client_header(
+    header: Mapping[str, JSON], add: Report
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Validate ``client_needs`` and ``client_files`` [ZC-SERVE-03] [ZC-SERVE-04]."""
+    raw = header.get("client_needs", [])
+    needs: tuple[str, ...] = ()
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        add(1, "ZC-SERVE-03", "client_needs must be an array of strings")
+    else:
+        needs = tuple(n for n in raw if isinstance(n, str))
+        for name in needs:
+            if name not in CLIENT_CAPABILITIES:
+                known = ", ".join(CLIENT_CAPABILITIES)
+                add(1, "ZC-SERVE-03", f"unknown client need {name!r} (known: {known})")
+        if len(set(needs)) != len(needs):
+            add(1, "ZC-SERVE-03", "client_needs must be distinct")
+    files_raw = header.get("client_files", {})
+    files: dict[str, str] = {}
+    if not isinstance(files_raw, dict):
+        add(1, "ZC-SERVE-04", "client_files must be an object of relative path to text")
+        return needs, files
+    for name, text in files_raw.items():
+        parts = name.split("/")
+        if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            add(1, "ZC-SERVE-04", f"client_files: {name!r} is not a plain relative path")
+        elif not isinstance(text, str):
+            add(1, "ZC-SERVE-04", f"client_files: the content of {name!r} must be a string")
+        else:
+            files[name] = text
+    return needs, files
 
 
 def capability_needs(needs: Iterable[str]) -> tuple[str, ...]:

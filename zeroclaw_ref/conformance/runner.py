@@ -39,7 +39,7 @@ from .match import MatchContext, match, match_unordered, split_pointer
 from .options import NotApplicable, RunOptions, default_agent
 from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
-from .profiles import all_needs, capability_needs, missing
+from .profiles import CLIENT_ONLY, CLIENT_PROFILE, all_needs, capability_needs, missing
 from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
 from .schema import JudgedExchange
 from .transcript import Frame, Scenario, TranscriptError, frame_ignore, load, support_path
@@ -60,6 +60,8 @@ def run_scenario(path: Path, fixtures: Path, options: RunOptions) -> ScenarioRes
     if problems:
         report = "\n".join(str(p) for p in problems)
         return _verdict(sc, ERROR, report=report)
+    if sc.profile == CLIENT_PROFILE:  # [ZC-SERVE-02] it judges clients, never an agent
+        return _verdict(sc, NOT_APPLICABLE, reason=CLIENT_ONLY)
     # [TX-NEEDS-04] a hook the agent does not honour is known before it starts
     lacking = missing(all_needs(sc.needs, sc.setup, len(sc.channels)), options.hooks, None)
     if lacking:

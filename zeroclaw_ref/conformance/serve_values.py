@@ -21,6 +21,7 @@ from pathlib import Path
 from .jsonlex import JSON, dumps, string_values
 from .match import ABSENT, MatchContext, Mismatch, match, split_pointer
 from .placeholders import HOST_NAMES, Placeholder, PlaceholderError, parse, type_matches
+from .serve_rules import real_client_problems
 from .transcript import Frame, Problem, Scenario
 
 RELAY_SCRIPT = Path(__file__).resolve().with_name("relay.py")
@@ -67,6 +68,9 @@ def servable_problems(sc: Scenario) -> list[Problem]:
             add(frame.line, f"do {dumps(frame.value)}: only a final close_input can be served")
     first_types: dict[str, str | None] = {}
     for frame in sc.frames:
+        if frame.verb == "send":
+            _bound_by_client(frame, first_types)
+            continue
         if frame.verb not in ("expect", "expect_unordered"):
             continue
         values = frame.value if frame.verb == "expect_unordered" else [frame.value]
@@ -75,7 +79,28 @@ def servable_problems(sc: Scenario) -> list[Problem]:
             found += _invented_any(value, first_types)
         if frame.verb == "expect" and found and "example" not in frame.mods:
             add(frame.line, f"{found[0]} is any-typed and the frame has no example")
-    return out
+    # issue 15: what a real editor's client does by itself (ZC-SERVE-01, -03, -05)
+    return out + real_client_problems(sc)
+
+
+def _bound_by_client(frame: Frame, first_types: dict[str, str | None]) -> None:
+    """Names a client message binds when serve matches it [TX-SERVE-05] [TX-SERVE-06].
+
+    A response (and a ``serve_strict`` frame) is matched in full, so every name in
+    it is bound from the client; a request or notification only at its session id.
+    """
+    value = frame.value
+    if send_kind(value) == "call" and frame.mods.get("serve_strict") is not True:
+        params = value.get("params") if isinstance(value, dict) else None
+        value = params.get("sessionId") if isinstance(params, dict) else None
+    for _pointer, text in string_values(value):
+        try:
+            template = parse(text)
+        except PlaceholderError:
+            continue
+        for ph in template.placeholders:
+            if ph.is_binding and ph.name not in first_types:
+                first_types[ph.name] = ph.type
 
 
 def _invented_any(value: JSON, first_types: dict[str, str | None]) -> list[str]:

@@ -7,11 +7,13 @@ server; on a peer channel the peer is, so an IUT message to a peer is ``-->``.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .jsonlex import dumps
+from .jsonlex import JSON, dumps
+from .serve_steps import prose, show_document
 from .serve_values import servable_problems
 from .suite import SelectionError, discover
 from .transcript import Frame, Scenario, TranscriptError, load
@@ -25,13 +27,17 @@ def _find(fixtures: Path, name: str) -> Path:
 
 
 def render(sc: Scenario) -> str:
-    """One frame per line, notes as comments."""
+    """One frame per line, notes as comments; for a servable scenario, the client's steps."""
     lines = [f"// {sc.id} ({sc.level}, profile {sc.profile}): {sc.description}"]
     lines.append("// requirements: " + ", ".join(sc.requirements))
     if sc.needs:
         lines.append("// needs: " + ", ".join(sc.needs))
+    if sc.client_needs:
+        lines.append("// client needs: " + ", ".join(sc.client_needs))
     for frame in sc.frames:
         lines.append(_frame_line(frame))
+    if servable(sc):
+        lines += prose(sc)  # [ZC-SERVE-07] what a client author must make the client do
     return "\n".join(lines)
 
 
@@ -64,8 +70,11 @@ def servable(sc: Scenario) -> bool:
     return not servable_problems(sc)
 
 
-def show_scenario(fixtures: Path, name: str) -> int:
-    """Print one scenario; an unknown name is one ``error:`` line and exit 2 ([TX-CLI-01])."""
+def show_scenario(fixtures: Path, name: str, as_json: bool = False) -> int:
+    """Print one scenario; an unknown name is one ``error:`` line and exit 2 ([TX-CLI-01]).
+
+    ``as_json`` prints the steps a client harness follows instead ([ZC-SERVE-07]).
+    """
     path = _find(fixtures, name)
     if not path.is_file():
         raise SelectionError(f"{name}: no such scenario in {fixtures}")
@@ -74,18 +83,46 @@ def show_scenario(fixtures: Path, name: str) -> int:
     except TranscriptError as exc:
         print(exc, file=sys.stderr)
         return 2
-    print(render(sc))
+    if as_json:
+        print(json.dumps(show_document(sc), ensure_ascii=False))
+    else:
+        print(render(sc))
     return 0
 
 
+def servable_scenarios(
+    fixtures: Path, selection: Sequence[Path] = (), profiles: Sequence[str] | None = None
+) -> tuple[list[Scenario], list[str]]:
+    """The servable scenarios of a selection in id order (what ``serve --suite`` plays),
+    and the transcript errors met on the way."""
+    if not fixtures.is_dir():
+        raise SelectionError(f"{fixtures}: no such corpus directory")
+    found: list[Scenario] = []
+    errors: list[str] = []
+    for path in discover(fixtures, selection):
+        try:
+            sc = load(path, fixtures)
+        except TranscriptError as exc:
+            errors.append(str(exc))
+            continue
+        if (profiles is None or sc.profile in profiles) and servable(sc):
+            found.append(sc)
+    return sorted(found, key=lambda s: s.id), errors
+
+
 def list_scenarios(
-    fixtures: Path, only_servable: bool, profiles: Sequence[str] | None = None
+    fixtures: Path,
+    only_servable: bool,
+    profiles: Sequence[str] | None = None,
+    selection: Sequence[Path] = (),
+    as_json: bool = False,
 ) -> int:
-    """``<id>  <level>  <profile>  <tags>`` per scenario ([TX-RUN-12])."""
+    """``<id>  <level>  <profile>  <tags>`` per scenario ([TX-RUN-12]); ``as_json``: ids."""
     if not fixtures.is_dir():
         raise SelectionError(f"{fixtures}: no such corpus directory")
     status = 0
-    for path in discover(fixtures):
+    chosen: list[Scenario] = []
+    for path in discover(fixtures, selection):
         try:
             sc = load(path, fixtures)
         except TranscriptError as exc:
@@ -96,5 +133,11 @@ def list_scenarios(
             continue
         if profiles is not None and sc.profile not in profiles:
             continue
+        chosen.append(sc)
+    if as_json:
+        ids: list[JSON] = [sc.id for sc in sorted(chosen, key=lambda s: s.id)]
+        print(json.dumps(ids))
+        return status
+    for sc in chosen:
         print(f"{sc.id}  {sc.level}  {sc.profile}  {','.join(sc.tags)}".rstrip())
     return status

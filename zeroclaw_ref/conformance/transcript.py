@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .jsonlex import JSON, JsonError, Real, loads
-from .profiles import capability_needs, check_header, first_send_is_initialize
+from .profiles import (
+    CLIENT_PROFILE,
+    capability_needs,
+    check_client_header,
+    check_header,
+    first_send_is_initialize,
+)
 
 FORMAT_MAJOR = 2
 PROTOCOLS = ("acp", "mcp", "policy", "config")
@@ -31,6 +37,7 @@ HOST_ENV = frozenset(
 HEADER_MEMBERS = frozenset(
     {"format", "scenario", "description", "requirements", "level", "setup", "channels"}
     | {"tags", "timeouts", "ignore", "timing", "record", "profile", "needs"}
+    | {"client_needs", "client_files"}
 )
 SETUP_MEMBERS = frozenset({"config", "config_dir", "model", "workspace", "env"})
 CHANNEL_OPTIONS: Mapping[str, frozenset[str]] = {
@@ -124,6 +131,9 @@ class Scenario:
     ignore: tuple[str, ...] = ()
     profile: str = "zeroclaw"
     needs: tuple[str, ...] = ()
+    # [ZC-SERVE-03] [ZC-SERVE-04] what a client judged by serve must offer and prepare
+    client_needs: tuple[str, ...] = ()
+    client_files: Mapping[str, str] = field(default_factory=dict)
 
 
 def display_path(path: Path, fixtures: Path) -> str:
@@ -246,6 +256,8 @@ def load(path: Path, fixtures: Path, data: bytes | None = None) -> Scenario:
         ignore=scenario.ignore,
         profile=scenario.profile,
         needs=scenario.needs,
+        client_needs=scenario.client_needs,
+        client_files=scenario.client_files,
     )
 
 
@@ -255,6 +267,8 @@ def _check_opening(sc: Scenario, frames: tuple[Frame, ...], out: _Collector) -> 
         return
     if sc.profile == "acp":
         out.add(1, "TX-PROFILE-02", "an acp scenario's first message on acp is initialize")
+    elif sc.profile == CLIENT_PROFILE:
+        out.add(1, "ZC-SERVE-01", "a client scenario's first message on acp is initialize")
     elif capability_needs(sc.needs):
         out.add(1, "TX-NEEDS-03", "a scenario that needs a capability begins with initialize")
 
@@ -345,6 +359,7 @@ def _header(
     _check_setup(setup, fixtures, out)
     channels = _channels(header.get("channels", {}), out)
     profile, needs = check_header(header, setup, len(channels), out.add)
+    client_needs, client_files = check_client_header(header, out.add)
     return Scenario(
         path=path,
         fixtures=fixtures,
@@ -363,6 +378,8 @@ def _header(
         ignore=ignore,
         profile=profile,
         needs=needs,
+        client_needs=client_needs,
+        client_files=client_files,
     )
 
 

@@ -58,7 +58,7 @@ def progress_line(done: int, total: int, r: ScenarioResult) -> str:
     if r.level != "required":
         text += f"  ({r.level})"
     if r.status == NOT_APPLICABLE:
-        text += f"  needs {', '.join(r.missing)}"
+        text += f"  needs {', '.join(r.missing)}" if r.missing else f"  {r.reason}"
     elif r.status in (FAIL, EXPECTED_FAIL) and r.reason:
         where = f" at line {r.line}" if r.line else ""
         text += f"  {r.reason}{where}"
@@ -217,6 +217,7 @@ def _suite(root: ET.Element, profile: str, results: Sequence[ScenarioResult]) ->
         elif r.status == ERROR:
             ET.SubElement(case, "error", message="transcript error").text = r.report
         elif r.status == NOT_APPLICABLE:
-            ET.SubElement(case, "skipped", message="not applicable: needs " + ", ".join(r.missing))
+            why = "needs " + ", ".join(r.missing) if r.missing else (r.reason or "")
+            ET.SubElement(case, "skipped", message="not applicable: " + why)
         elif r.status == EXPECTED_FAIL:
             ET.SubElement(case, "skipped", message=f"expected failure: {message}")
