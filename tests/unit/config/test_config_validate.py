@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.config.model import ConfigSnapshot
+from zeroclaw_ref.config.load import load_config
+from zeroclaw_ref.config.model import ConfigError, ConfigSnapshot
 
 Loader = Callable[..., ConfigSnapshot]
 Failer = Callable[..., list[str]]
@@ -251,3 +253,46 @@ def test_a_complete_configuration_loads_cleanly(load: Loader) -> None:
     )
     assert snapshot.warnings == ()
     assert snapshot.agents["a"].dispatchable and not snapshot.agents["b"].dispatchable
+
+
+GROUP = "[[runtime_profiles.r.tool_filter_groups]]\n"
+
+
+# --- configuration ------------------------------------------------------------------------
+
+
+def _errors(tmp_path: Path, text: str) -> list[str]:
+    (tmp_path / "config.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path, tmp_path / "data", {})
+    return list(info.value.lines)
+
+
+@pytest.mark.req("MCP-TFG-08")
+def test_an_empty_group_pattern_is_rejected(tmp_path: Path) -> None:
+    text = GROUP + 'mode = "always"\ntools = ["fs__*", ""]\n'
+    assert "runtime_profiles.r.tool_filter_groups[0].tools contains empty pattern" in _errors(
+        tmp_path, text
+    )
+
+
+@pytest.mark.req("MCP-TFG-09")
+def test_a_dynamic_group_needs_keywords(tmp_path: Path) -> None:
+    text = (
+        GROUP + 'mode = "always"\ntools = ["a*"]\n' + GROUP + 'mode = "dynamic"\ntools = ["b*"]\n'
+    )
+    errors = _errors(tmp_path, text)
+    assert 'runtime_profiles.r.tool_filter_groups[1] has mode = "dynamic" but no keywords' in errors
+    assert not any("tool_filter_groups[0]" in line for line in errors)
+
+
+@pytest.mark.req("MCP-NAME-07")
+def test_server_names_must_be_unique_ignoring_case(tmp_path: Path) -> None:
+    text = (
+        '[[mcp.servers]]\nname = "Docs"\ncommand = "x"\n'
+        '[[mcp.servers]]\nname = "docs"\ncommand = "y"\n'
+    )
+    assert "mcp.servers contains duplicate name: docs" in _errors(tmp_path, text)
+    (tmp_path / "config.toml").write_text(text.replace('"docs"', '"notes"'), encoding="utf-8")
+    loaded = load_config(tmp_path, tmp_path / "data", {})
+    assert [s.name for s in loaded.mcp.servers] == ["Docs", "notes"]

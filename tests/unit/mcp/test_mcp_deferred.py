@@ -1,14 +1,19 @@
-"""Deferred loading: the section, `tool_search` and the activated set (mcp.md §9.1, §9.2)."""
+"""Deferred loading: the section, `tool_search` and the activated set (mcp.md §9.1, §9.2), and a
+built-in name winning over the same prefixed MCP name (§8.4)."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
 from tests.helpers.fake_mcp import FakeMcp, FakeServer
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
+from zeroclaw_ref.engine.mcp_step import McpState, McpStepInput
 from zeroclaw_ref.mcp.adapters import McpToolAdapter
 from zeroclaw_ref.mcp.sections import ActivatedToolSet, ToolSearchTool, deferred_section, mcp_block
+from zeroclaw_ref.policy.access import ToolAccessPolicy
 from zeroclaw_ref.tools.base import ToolContext
 
 CTX = ToolContext(cancel=CancelToken())
@@ -155,3 +160,65 @@ def test_a_refresh_removes_vanished_tools_from_the_activated_set() -> None:
         activated.activate(stub)
     activated.retain(stubs[1:2])
     assert activated.names() == ("filesystem__write_file",)
+
+
+OPEN = ToolAccessPolicy(None, frozenset(), None)
+
+
+def _fake() -> FakeMcp:
+    return FakeMcp(
+        {
+            "fs": FakeServer(
+                tools=[("read_file", "Read a file"), ("write_file", "Write a file")],
+                resources=[],
+                prompts=[],
+            ),
+            "web": FakeServer(tools=[("search", "Search the web for files")]),
+        }
+    )
+
+
+def _state(
+    access: ToolAccessPolicy, deferred: bool, reserved: frozenset[str] = frozenset()
+) -> McpState:
+    step = McpStepInput(
+        servers=(), deferred_loading=deferred, listing=False, groups=(), workspace=None
+    )
+    return McpState(_fake(), access, step, reserved)
+
+
+# --- naming and deferred stubs -----------------------------------------------------------
+
+
+@pytest.mark.req("MCP-NAME-06")
+def test_a_built_in_name_wins_over_the_same_prefixed_mcp_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        state = _state(OPEN, deferred=False, reserved=frozenset({"fs__read_file"}))
+    assert [t.name for t in state.registered()] == ["fs__write_file", "web__search"]
+    assert "fs__read_file" in caplog.text and any(
+        r.levelno == logging.WARNING for r in caplog.records
+    )
+
+
+@pytest.mark.req("MCP-DEFER-05")
+def test_denied_stubs_are_invisible_to_the_section_and_to_tool_search() -> None:
+    access = ToolAccessPolicy(None, frozenset({"fs__read_file"}), None)
+    state = _state(access, deferred=True)
+    assert state.deferred_names() == ("fs__write_file", "web__search")
+    assert "fs__read_file" not in state.deferred_text()
+    [search] = state.registered()
+    assert search.name == "tool_search"
+    selected = search.execute({"query": "select:fs__read_file,fs__write_file"}, CTX)
+    assert selected.success and selected.output.endswith("\nNot found: fs__read_file")
+    assert state.activated is not None
+    assert state.activated.names() == ("fs__write_file",)
+    # `read` and `file` would rank the denied stub first; it takes no slot
+    ranked = search.execute({"query": "read file", "max_results": 1}, CTX)
+    assert '"name": "fs__write_file"' in ranked.output and "fs__read_file" not in ranked.output
+    assert state.activated.resolve("fs__read_file") is None
+    # with everything denied there is nothing to search, and no tool_search at all
+    every = frozenset({"fs__read_file", "fs__write_file", "web__search"})
+    none = _state(ToolAccessPolicy(None, every, None), deferred=True)
+    assert none.registered() == () and none.deferred_text() == ""
