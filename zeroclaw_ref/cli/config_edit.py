@@ -35,8 +35,7 @@ from zeroclaw_ref.cli.streams import Streams
 from zeroclaw_ref.config import write
 from zeroclaw_ref.config.dirs import config_file
 from zeroclaw_ref.config.edit import server_list
-from zeroclaw_ref.config.load import EMBEDDED_DEFAULT, check_document, decode_file
-from zeroclaw_ref.config.model import ConfigError
+from zeroclaw_ref.config.load import check_document, read_config_file
 from zeroclaw_ref.config.view import read_view, render_text
 
 NOT_A_TERMINAL = "config edit requires a terminal"
@@ -65,16 +64,8 @@ class FileBackend:
         Raises:
             ConfigError when the file does not load (CFG-CLI-20's refusals).
         """
-        path = config_file(self.config_dir)
-        try:
-            raw: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            raw = None
-        except OSError as exc:
-            raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
-        document, _ = check_document(
-            path, EMBEDDED_DEFAULT if raw is None else decode_file(path, raw)
-        )
+        source = read_config_file(self.config_dir)
+        document, _ = check_document(source.path, source.text)
         listed = server_list(document, create=False) or []
         names = [
             s["name"] for s in listed if isinstance(s, dict) and isinstance(s.get("name"), str)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -57,21 +58,14 @@ def load_config(config_dir: Path, data_dir: Path, environ: Mapping[str, str]) ->
     Raises:
         ConfigError whose lines follow `ERROR: `; the caller must not start (CFG-LOAD-09).
     """
-    path = config_file(config_dir)
-    try:
-        raw: bytes | None = path.read_bytes()
-    except FileNotFoundError:
-        raw = None
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
     # [CFG-LOAD-02] no file: the embedded default, environment overrides still apply.
-    text = EMBEDDED_DEFAULT if raw is None else decode_file(path, raw)
-    tree = _parse(path, text)
+    source = read_config_file(config_dir)
+    _, tree = check_document(source.path, source.text)
     # [CFG-LOAD-03] an empty file parses to {} and so yields every default and no agents.
     _decrypt_secrets(tree, config_dir, environ)
     env = apply_overrides(tree, environ)
     snapshot, build_errors, warnings = build_snapshot(
-        tree, (config_dir, data_dir, path, raw is not None), env.overrides
+        tree, (config_dir, data_dir, source.path, source.exists), env.overrides
     )
     checked = validate(snapshot)
     errors = sorted(build_errors + checked.errors)
@@ -88,6 +82,32 @@ def load_config(config_dir: Path, data_dir: Path, environ: Mapping[str, str]) ->
         providers=MappingProxyType(providers),
         warnings=tuple(env.warnings + warnings + checked.warnings),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """`config.toml` as read: where it is, its text, and whether it exists."""
+
+    path: Path
+    text: str  # the embedded default when the file does not exist (CFG-LOAD-02)
+    exists: bool
+
+
+def read_config_file(config_dir: Path) -> ConfigFile:
+    """The one reader of `<config dir>/config.toml`, for the loader, `config get | list`, the
+    write path, the editor and the gateway alike (CFG-LOAD-01, CFG-LOAD-02, CFG-LOAD-04).
+
+    Raises:
+        ConfigError: the file exists but cannot be read, or is not UTF-8.
+    """
+    path = config_file(config_dir)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ConfigFile(path, EMBEDDED_DEFAULT, False)
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
+    return ConfigFile(path, decode_file(path, raw), True)
 
 
 def decode_file(path: Path, raw: bytes) -> str:
@@ -107,8 +127,16 @@ def decode_file(path: Path, raw: bytes) -> str:
         ) from None
 
 
-def _parse(path: Path, text: str) -> dict[str, object]:
-    return check_document(path, text)[1]
+def parse_toml(path: Path, text: str) -> dict[str, object]:
+    """Parse the text of `path` as TOML, without the schema check.
+
+    Raises:
+        ConfigError with the CFG-LOAD-05 line; tomllib's message carries the line and column.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{path}: invalid TOML: {exc}"]) from None
 
 
 def check_document(path: Path, text: str) -> tuple[dict[str, object], dict[str, object]]:
@@ -120,11 +148,7 @@ def check_document(path: Path, text: str) -> tuple[dict[str, object], dict[str, 
     Raises:
         ConfigError with the syntax error or every schema error.
     """
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # [CFG-LOAD-05] tomllib's message carries the line and column.
-        raise ConfigError([f"{path}: invalid TOML: {exc}"]) from None
+    document = parse_toml(path, text)  # [CFG-LOAD-05]
     problems: list[Problem] = []
     tree = walk_table(ROOT, document, "", problems)
     if problems:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zeroclaw_ref.config.build import build_snapshot, sub, table_list
-from zeroclaw_ref.config.dirs import config_file
 from zeroclaw_ref.config.edit import SERVERS_PATH, EditError, parse_path
 from zeroclaw_ref.config.env import apply_overrides
-from zeroclaw_ref.config.load import EMBEDDED_DEFAULT, check_document, decode_file
-from zeroclaw_ref.config.model import MASK, ConfigError, ConfigSnapshot
+from zeroclaw_ref.config.load import check_document, read_config_file
+from zeroclaw_ref.config.model import MASK, ConfigSnapshot
 from zeroclaw_ref.config.schema import ROOT, Field, Kind, MapOf, Table, TableList
 from zeroclaw_ref.core import jsontypes
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -45,19 +44,13 @@ def read_view(config_dir: Path, environ: Mapping[str, str]) -> list[Leaf]:
     Raises:
         ConfigError when the file does not load up to the environment overrides.
     """
-    path = config_file(config_dir)
-    try:
-        raw: bytes | None = path.read_bytes()
-    except FileNotFoundError:
-        raw = None
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
-    text = EMBEDDED_DEFAULT if raw is None else decode_file(path, raw)
-    _, tree = check_document(path, text)
+    config = read_config_file(config_dir)
+    _, tree = check_document(config.path, config.text)
     in_file = {leaf.path for leaf in _walk(ROOT, tree, "", False) if leaf.source == "file"}
     overrides = apply_overrides(tree, environ).overrides
     _normalise(tree)
-    snapshot, _, _ = build_snapshot(tree, (config_dir, config_dir, path, raw is not None), {})
+    dirs = (config_dir, config_dir, config.path, config.exists)
+    snapshot, _, _ = build_snapshot(tree, dirs, {})
     leaves: list[Leaf] = []
     for leaf in _walk(ROOT, tree, "", False):
         value = _provider_default(snapshot, leaf) if leaf.source == "default" else leaf.value

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import tomli_w
 
-from zeroclaw_ref.config.dirs import config_file, ensure_private_dir
+from zeroclaw_ref.config.dirs import ensure_private_dir
 from zeroclaw_ref.config.edit import (
     Doc,
     EditError,
@@ -40,7 +40,13 @@ from zeroclaw_ref.config.edit import (
     unset_in,
 )
 from zeroclaw_ref.config.env import apply_overrides
-from zeroclaw_ref.config.load import EMBEDDED_DEFAULT, check_document, decode_file, load_config
+from zeroclaw_ref.config.load import (
+    check_document,
+    decode_file,
+    load_config,
+    parse_toml,
+    read_config_file,
+)
 from zeroclaw_ref.config.model import ConfigError
 from zeroclaw_ref.config.schema import ROOT, Problem, walk_table
 from zeroclaw_ref.config.secrets import (
@@ -84,12 +90,7 @@ def read_document(path: Path) -> Document:
         FileNotFoundError: the file does not exist.
         ConfigError: with the line of CFG-LOAD-04 or CFG-LOAD-05; the caller reports it.
     """
-    text = decode_file(path, path.read_bytes())
-    try:
-        document: Document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([f"{path}: invalid TOML: {exc}"]) from None
-    return document
+    return parse_toml(path, decode_file(path, path.read_bytes()))
 
 
 def replace_document(path: Path, document: Document) -> None:
@@ -162,18 +163,12 @@ def edit_document(
         ConfigError (EditError for refusals) with the lines to print; the file is unchanged.
     """
     ensure_private_dir(config_dir)
-    path = config_file(config_dir)
     with _locked(config_dir):
-        try:
-            raw: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            raw = None
-        except OSError as exc:
-            raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
         # [CFG-CLI-21] the first edit starts from the working default, not from nothing.
         # [CFG-CLI-20] a file that does not load is refused before anything is changed.
-        text = EMBEDDED_DEFAULT if raw is None else decode_file(path, raw)
-        document, _ = check_document(path, text)
+        source = read_config_file(config_dir)
+        path = source.path
+        document, _ = check_document(path, source.text)
         outcome = edit(document)
         if not outcome.changed:
             return outcome
@@ -348,11 +343,13 @@ def _overriding_variable(
 ) -> str | None:
     if key_path is None:
         return None
-    path = config_file(config_dir)
     try:
-        _, tree = check_document(path, decode_file(path, path.read_bytes()))
+        source = read_config_file(config_dir)
+        if not source.exists:
+            return None
+        _, tree = check_document(source.path, source.text)
         overrides = apply_overrides(tree, environ).overrides
-    except (ConfigError, OSError):
+    except ConfigError:
         return None  # the load that follows reports the problem
     for overridden, variable in overrides.items():
         if key_path == overridden or key_path.startswith(overridden + "."):

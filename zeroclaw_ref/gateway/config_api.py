@@ -22,10 +22,9 @@ from pathlib import Path
 
 from zeroclaw_ref.config import write
 from zeroclaw_ref.config.build import sub, table_list
-from zeroclaw_ref.config.dirs import config_file
 from zeroclaw_ref.config.edit import SERVERS_PATH, parse_path
 from zeroclaw_ref.config.env import apply_overrides
-from zeroclaw_ref.config.load import EMBEDDED_DEFAULT, check_document, decode_file
+from zeroclaw_ref.config.load import check_document, read_config_file
 from zeroclaw_ref.config.model import ConfigError
 from zeroclaw_ref.config.schema import ROOT, Field, Kind, MapOf, Node, Table, TableList
 from zeroclaw_ref.config.view import Leaf, get_leaf, read_view, render_json
@@ -75,13 +74,8 @@ def _written(request: HttpRequest, outcome: write.Outcome, key_path: str | None)
 
 def _server_order(config_dir: Path, request: HttpRequest) -> list[str]:
     """The server names in file order, after environment overrides (as `read_view` sees)."""
-    path = config_file(config_dir)
-    try:
-        raw: bytes | None = path.read_bytes()
-    except FileNotFoundError:
-        raw = None
-    text = EMBEDDED_DEFAULT if raw is None else decode_file(path, raw)
-    _, tree = check_document(path, text)
+    source = read_config_file(config_dir)
+    _, tree = check_document(source.path, source.text)
     apply_overrides(tree, request.state.deps.config.environ)
     servers = table_list(sub(tree, "mcp"), "servers")
     return [str(server.get("name")) for server in servers]
