@@ -1,6 +1,7 @@
 """Id factories: random UUID v4 in production, sequential UUID-shaped ids when deterministic.
 
-Kinds in use: `session`, `approval`, `ask-user`, `tool-call` (DESIGN §8).
+Kinds in use: `session`, `approval`, `ask-user`, `tool-call`, `run` (an execution's run id, minted
+by `resolve()`), and others named at their call sites (DESIGN §8).
 """
 
 from __future__ import annotations

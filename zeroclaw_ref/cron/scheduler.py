@@ -110,7 +110,8 @@ def _run_job(
     # [POL-CRON-06] `job.approved` is deliberately not consulted.
     allowed = None if job.allowed_tools is None else frozenset(job.allowed_tools)
     try:
-        execution = resolve(config, job.agent, PathRequest("cron", caller_allowed=allowed))
+        request = PathRequest("cron", caller_allowed=allowed)
+        execution = resolve(config, job.agent, request, ids)
     except ResolveError as exc:
         # [POL-PATH-21] an unknown or non-dispatchable owner fails; no other agent stands in
         return False, str(exc)

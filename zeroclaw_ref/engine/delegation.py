@@ -43,7 +43,8 @@ class Delegation:
         if parent.lineage.depth >= limit:
             return ToolResult.fail(f"Delegation depth limit reached ({limit})")  # [POL-DELEG-02]
         try:
-            child = resolve(parent.assembly.config, target, PathRequest("delegate", parent=parent))
+            request = PathRequest("delegate", parent=parent)
+            child = resolve(parent.assembly.config, target, request, self._engine.ids)
         except (ResolveError, KeyError) as exc:
             return ToolResult.fail(f"Delegation to '{target}' failed closed: {exc}")
         message = f"{context}\n\n{prompt}" if context else prompt  # [POL-DELEG-05]

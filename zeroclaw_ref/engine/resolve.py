@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from zeroclaw_ref.config.model import ConfigSnapshot, effective_profile
+from zeroclaw_ref.config.model import (
+    AgentConfig,
+    AutonomyConfig,
+    ConfigSnapshot,
+    RuntimeProfileConfig,
+    effective_profile,
+)
+from zeroclaw_ref.core.ids import IdFactory, RandomIds
 from zeroclaw_ref.engine.execution import (
     ResolvedAgentExecution,
     ResolvedIo,
@@ -36,6 +42,9 @@ from zeroclaw_ref.policy.security import SecurityPolicy
 from zeroclaw_ref.providers.factory import create_provider
 from zeroclaw_ref.tools.base import ToolSettings
 from zeroclaw_ref.tools.catalogue import build_universe
+
+if TYPE_CHECKING:  # skills load lazily (start-up imports)
+    from zeroclaw_ref.tools.skills import LoadedSkill
 
 log = logging.getLogger(__name__)
 
@@ -174,10 +183,16 @@ def _switches(profile: PathProfile, request: PathRequest, acp_enable_mcp: bool) 
 
 
 def resolve(
-    config: ConfigSnapshot, agent_alias: str, request: PathRequest
+    config: ConfigSnapshot,
+    agent_alias: str,
+    request: PathRequest,
+    ids: IdFactory | None = None,
 ) -> ResolvedAgentExecution:
-    """Build the sealed execution for `agent_alias` on `request.path`, in the order of
-    POL-RESOLVE-08.
+    """Build the sealed execution for `agent_alias` on `request.path`, one helper per step of
+    POL-RESOLVE-08 and in its order.
+
+    `ids` mints the execution's run id (kind `run`, DESIGN §8); without one it is a random
+    UUID, as every id is in production.
 
     Raises:
         ResolveError: unknown or non-dispatchable agent, a request its path forbids, or a
@@ -185,23 +200,86 @@ def resolve(
             (POL-RESOLVE-09).
     """
     profile = _check_request(request)
+    agent = _dispatchable_agent(config, agent_alias)
+    switches = _switches(profile, request, agent.acp_enable_mcp)
+    run_id = (ids or RandomIds()).new("run")
+    # 1. effective risk profile [POL-AUTO-03]
+    risk = effective_profile(config.autonomy, config.risk_profiles.get(agent.risk_profile))
+    # 2. security policy
+    agent_ws, workspace = _workspaces(config, agent_alias, request)
+    security = _security_policy(config, risk, workspace, agent_ws)
+    # 3. runtime knobs
+    runtime = config.runtime_profiles[agent.runtime_profile]
+    knobs = _runtime_knobs(runtime, risk)
+    # 4. model access
+    model = _model_access(config, agent, runtime)
+    # 5. MCP grant [POL-BUNDLE-06]: computed once, here
+    granted = tuple(s.name for s in mcp_servers_for_agent(config, agent_alias))
+    # 6. skills
+    skills = _skills(agent_ws, agent, agent_alias)
+    # 7. memory
+    memory = _memory(config, agent_alias, switches)
+    # 8. assemble(): the only step that opens connections (MCP); any later failure releases
+    # them, so no partial execution is left behind [POL-RESOLVE-09]
+    settings = _tool_settings(config, agent, agent_alias, runtime, run_id)
+    assembly = _assembly(config, agent_alias, request, security, settings, skills, switches)
+    registry = ScopedToolRegistry.assemble(assembly)
+    try:
+        # 9. approval manager, 10. system prompt and I/O, 11. minting
+        approval = _approval_manager(risk, switches)
+        io = _io(registry, approval, switches, agent, agent_alias, workspace, skills)
+        with _minting():  # [POL-RESOLVE-02] the only place an execution is constructed
+            execution = ResolvedAgentExecution(
+                agent_alias=agent_alias,
+                path=request.path,
+                assembly=assembly,
+                model=model,
+                io=io,
+                knobs=knobs,
+                security=security,
+                mcp=ResolvedMcpScope(registry.mcp_connected, granted, registry.mcp_mode),
+                skills=skills,
+                memory=memory,
+                lineage=_lineage(agent_alias, request.parent, switches, run_id),
+            )
+    except BaseException:
+        registry.close_mcp()
+        raise
+    _tell_observers(execution)
+    return execution
+
+
+def _dispatchable_agent(config: ConfigSnapshot, agent_alias: str) -> AgentConfig:
+    """[POL-RESOLVE-07] the agent's entry, which must exist and be enabled for dispatch."""
     agent = config.agents.get(agent_alias)
     if agent is None:
         raise ResolveError(unknown_agent_text(agent_alias))
     if not agent.dispatchable:
         raise ResolveError(not_dispatchable_text(agent_alias))
-    switches = _switches(profile, request, agent.acp_enable_mcp)
-    run_id = str(uuid.uuid4())
-    # 1. effective risk profile [POL-AUTO-03]
-    risk = effective_profile(config.autonomy, config.risk_profiles.get(agent.risk_profile))
-    # 2. security policy: the session's workspace on acp, the agent's own elsewhere
+    return agent
+
+
+def _workspaces(
+    config: ConfigSnapshot, agent_alias: str, request: PathRequest
+) -> tuple[Path, Path]:
+    """The agent's own workspace (created, canonical) and the one commands run in: the
+    session's on acp, the agent's own elsewhere."""
     agent_ws = _canonical_dir(config.agent_workspace(agent_alias))
-    workspace = request.session_workspace or agent_ws
-    hidden = (config.config_dir, config.data_dir)  # [ZC-SBX-03] never visible to a command
-    security = SecurityPolicy.build(risk, workspace, agent_ws, config.sandbox, hidden)
-    # 3. runtime knobs
-    runtime = config.runtime_profiles[agent.runtime_profile]
-    knobs = ResolvedRuntimeKnobs(
+    return agent_ws, request.session_workspace or agent_ws
+
+
+def _security_policy(
+    config: ConfigSnapshot, risk: AutonomyConfig, workspace: Path, agent_ws: Path
+) -> SecurityPolicy:
+    """Step 2: the policy over `workspace`; the configuration and data folders are never
+    visible to a command [ZC-SBX-03]."""
+    hidden = (config.config_dir, config.data_dir)
+    return SecurityPolicy.build(risk, workspace, agent_ws, config.sandbox, hidden)
+
+
+def _runtime_knobs(runtime: RuntimeProfileConfig, risk: AutonomyConfig) -> ResolvedRuntimeKnobs:
+    """Step 3: the runtime profile's knobs, with the risk profile's exclusions."""
+    return ResolvedRuntimeKnobs(
         max_tool_iterations=runtime.max_tool_iterations or 10,  # 0 means the default
         max_history_messages=runtime.max_history_messages,
         max_tool_result_chars=runtime.max_tool_result_chars,
@@ -212,7 +290,13 @@ def resolve(
         tool_filter_groups=runtime.tool_filter_groups,
         auto_memory=runtime.auto_memory,
     )
-    # 4. model access [POL-RESOLVE-11] [POL-RESOLVE-12]: a fresh provider per execution
+
+
+def _model_access(
+    config: ConfigSnapshot, agent: AgentConfig, runtime: RuntimeProfileConfig
+) -> ResolvedModelAccess:
+    """Step 4 [POL-RESOLVE-11] [POL-RESOLVE-12]: a fresh provider per execution; the runtime
+    profile's temperature wins over the provider's, and 0.7 applies when neither sets one."""
     provider_cfg = config.providers[agent.model_provider]
     try:
         provider = create_provider(provider_cfg, config.config_dir)
@@ -221,23 +305,38 @@ def resolve(
     temperature = runtime.temperature
     if temperature is None:
         temperature = provider_cfg.temperature if provider_cfg.temperature is not None else 0.7
-    model = ResolvedModelAccess(
+    return ResolvedModelAccess(
         provider_cfg.name, provider_cfg.kind, provider_cfg.model, temperature, provider
     )
-    # 5. MCP grant [POL-BUNDLE-06]: computed once, here
-    granted = tuple(s.name for s in mcp_servers_for_agent(config, agent_alias))
-    # 6. skills [POL-SKILL-01] [POL-SKILL-10]: from the agent's own workspace, once
+
+
+def _skills(agent_ws: Path, agent: AgentConfig, agent_alias: str) -> tuple[LoadedSkill, ...]:
+    """Step 6 [POL-SKILL-01] [POL-SKILL-10]: from the agent's own workspace, once."""
     from zeroclaw_ref.tools.skills import load_skills
 
-    skills = load_skills(agent_ws, agent.skills, agent_alias)
-    # 7. memory [POL-MEM-02]: no store on the acp surface (the path is only named here)
+    return load_skills(agent_ws, agent.skills, agent_alias)
+
+
+def _memory(config: ConfigSnapshot, agent_alias: str, switches: _Switches) -> ResolvedMemory:
+    """Step 7 [POL-MEM-02]: no store on the acp surface (the path is only named here)."""
     from zeroclaw_ref.store.memory import memory_path
 
-    memory = ResolvedMemory(
-        enabled=not switches.exclude_memory,
-        store_path=None if switches.exclude_memory else memory_path(config.data_dir, agent_alias),
+    excluded = switches.exclude_memory
+    return ResolvedMemory(
+        enabled=not excluded,
+        store_path=None if excluded else memory_path(config.data_dir, agent_alias),
     )
-    settings = ToolSettings(
+
+
+def _tool_settings(
+    config: ConfigSnapshot,
+    agent: AgentConfig,
+    agent_alias: str,
+    runtime: RuntimeProfileConfig,
+    run_id: str,
+) -> ToolSettings:
+    """What the built-in tools need besides the security policy."""
+    return ToolSettings(
         agent_alias=agent_alias,
         data_dir=config.data_dir,
         shell_timeout_secs=runtime.shell_timeout_secs,
@@ -246,7 +345,19 @@ def resolve(
         scheduler_enabled=config.scheduler.enabled,
         conversation_id=run_id,
     )
-    assembly = ScopedAssembly(
+
+
+def _assembly(
+    config: ConfigSnapshot,
+    agent_alias: str,
+    request: PathRequest,
+    security: SecurityPolicy,
+    settings: ToolSettings,
+    skills: tuple[LoadedSkill, ...],
+    switches: _Switches,
+) -> ScopedAssembly:
+    """The input of step 8: the tool universe and the path's switches."""
+    return ScopedAssembly(
         agent_alias=agent_alias,
         path=request.path,
         config=config,
@@ -261,57 +372,60 @@ def resolve(
         acp_delivery=switches.acp_delivery,
         list_deferred_mcp_specs=switches.list_deferred_mcp_specs,
     )
-    # 8. assemble(): the only step that opens connections (MCP); any later failure releases
-    # them, so no partial execution is left behind [POL-RESOLVE-09]
-    registry = ScopedToolRegistry.assemble(assembly)
-    try:
-        # 9. approval manager: a fresh, empty session allow-list [POL-APPROVE-11]
-        approval = ApprovalManager(
-            risk.level, risk.auto_approve, risk.always_ask, switches.interaction, switches.approver
-        )
-        # 10. system prompt [POL-RESOLVE-14]: the combined MCP block of MCP-PIN-05 is appended
-        # when either section is non-empty
-        instructions = tuple((s.name, s.instructions) for s in skills)
-        deferred, pinned = registry.deferred_section, registry.pinned_section
-        block = f"{deferred}\n\n{pinned}" if deferred or pinned else ""
-        prompt = build_system_prompt(
-            agent_alias, agent.system_prompt, workspace, instructions, mcp_block=block
-        )
-        io = ResolvedIo(
-            registry, approval, switches.interaction, prompt, deferred, pinned, registry.activated
-        )
-        parent = request.parent
-        lineage = ResolvedLineage(
-            executing_agent=agent_alias,
-            parent_agent=parent.agent_alias if parent else None,
-            parent_run_id=parent.lineage.run_id if parent else None,
-            depth=switches.depth,
-            surface=switches.surface,
-            run_id=run_id,
-        )
-        # 11. minting
-        with _minting():
-            execution = ResolvedAgentExecution(
-                agent_alias=agent_alias,
-                path=request.path,
-                assembly=assembly,
-                model=model,
-                io=io,
-                knobs=knobs,
-                security=security,
-                mcp=ResolvedMcpScope(registry.mcp_connected, granted, registry.mcp_mode),
-                skills=skills,
-                memory=memory,
-                lineage=lineage,
-            )
-    except BaseException:
-        registry.close_mcp()
-        raise
+
+
+def _approval_manager(risk: AutonomyConfig, switches: _Switches) -> ApprovalManager:
+    """Step 9: a fresh, empty session allow-list [POL-APPROVE-11]."""
+    return ApprovalManager(
+        risk.level, risk.auto_approve, risk.always_ask, switches.interaction, switches.approver
+    )
+
+
+def _io(
+    registry: ScopedToolRegistry,
+    approval: ApprovalManager,
+    switches: _Switches,
+    agent: AgentConfig,
+    agent_alias: str,
+    workspace: Path,
+    skills: tuple[LoadedSkill, ...],
+) -> ResolvedIo:
+    """Step 10 [POL-RESOLVE-14]: the system prompt, with the combined MCP block of MCP-PIN-05
+    appended when either of its sections is non-empty."""
+    instructions = tuple((s.name, s.instructions) for s in skills)
+    deferred, pinned = registry.deferred_section, registry.pinned_section
+    block = f"{deferred}\n\n{pinned}" if deferred or pinned else ""
+    prompt = build_system_prompt(
+        agent_alias, agent.system_prompt, workspace, instructions, mcp_block=block
+    )
+    return ResolvedIo(
+        registry, approval, switches.interaction, prompt, deferred, pinned, registry.activated
+    )
+
+
+def _lineage(
+    agent_alias: str,
+    parent: ResolvedAgentExecution | None,
+    switches: _Switches,
+    run_id: str,
+) -> ResolvedLineage:
+    """Who runs, on whose behalf, how deep, on which surface (POL-DELEG-08)."""
+    return ResolvedLineage(
+        executing_agent=agent_alias,
+        parent_agent=parent.agent_alias if parent else None,
+        parent_run_id=parent.lineage.run_id if parent else None,
+        depth=switches.depth,
+        surface=switches.surface,
+        run_id=run_id,
+    )
+
+
+def _tell_observers(execution: ResolvedAgentExecution) -> None:
+    """[POL-RESOLVE-17] every registered observer sees the new execution."""
     with _observers_lock:
         observers = list(_observers)
     for callback in observers:
         callback(execution)
-    return execution
 
 
 def _canonical_dir(path: Path) -> Path:

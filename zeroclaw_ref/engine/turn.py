@@ -108,6 +108,11 @@ class TurnEngine:
         self._ids = ids
         self._clock = clock or SystemClock()
 
+    @property
+    def ids(self) -> IdFactory:
+        """The factory of every id its turns mint, the run ids of delegated children too."""
+        return self._ids
+
     def run_turn(
         self,
         execution: ResolvedAgentExecution,

@@ -71,7 +71,7 @@ def chat(request: HttpRequest) -> Reply:
     config = request.config
     try:
         # [POL-PATH-09] no operator: every Prompt ends in the runtime denial.
-        execution = resolve(config, alias, PathRequest("gateway-chat"))
+        execution = resolve(config, alias, PathRequest("gateway-chat"), request.state.deps.ids)
     except ResolveError as exc:
         return _resolve_failure(alias, exc, TURN_FAILED)
     try:

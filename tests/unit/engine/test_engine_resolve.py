@@ -585,3 +585,24 @@ def test_the_same_request_gives_the_same_surfaces_whatever_the_caller_holds(
     (cfg / "config.toml").write_text(text.replace("= 5", "= 6"))
     changed = resolve(load_config(cfg, tmp_path / "data", {}), "a", PathRequest("cli-run"))
     assert changed.snapshot()["knobs.max_tool_iterations"] == 6
+
+
+@pytest.mark.req("POL-MEM-09", "POL-DELEG-08")
+def test_the_run_id_comes_from_the_id_factory_it_is_given(tmp_path: Path) -> None:
+    config = _load(_write(tmp_path))
+    ids = SequentialIds()
+    parent = resolve(config, "a", PathRequest("cli-run"), ids)
+    child = resolve(config, "a", PathRequest("delegate", parent=parent), ids)
+    try:
+        assert parent.lineage.run_id == "00000001-0000-4000-8000-000000000001"
+        assert child.lineage.run_id == "00000001-0000-4000-8000-000000000002"
+        assert child.lineage.parent_run_id == parent.lineage.run_id
+        # the conversation id the tools store under is the same run id
+        assert parent.assembly.settings.conversation_id == parent.lineage.run_id
+        # without a factory every run id is a fresh random one
+        again = resolve(config, "a", PathRequest("cli-run"))
+        assert again.lineage.run_id not in (parent.lineage.run_id, child.lineage.run_id)
+        again.close()
+    finally:
+        child.close()
+        parent.close()
