@@ -185,7 +185,9 @@ def _child_requests(run: Run) -> list[JSONObject]:
 
 
 @pytest.mark.req("POL-DELEG-01")
-def test_a_target_not_listed_is_refused(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_a_target_not_listed_is_refused(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     config = _config(tmp_path, _delegate_turns(agent="other"))
     run = _run(config, observed)
     assert run.tool_outputs() == ["Error: Agent 'other' is not a delegate target of 'lead'"]
@@ -194,7 +196,9 @@ def test_a_target_not_listed_is_refused(tmp_path: Path, observed: list) -> None:
 
 
 @pytest.mark.req("POL-DELEG-02")
-def test_the_parent_at_its_depth_limit_cannot_delegate(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_the_parent_at_its_depth_limit_cannot_delegate(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     config = _config(tmp_path, _delegate_turns(), lead_runtime="max_delegation_depth = 0")
     run = _run(config, observed)
     assert run.tool_outputs() == ["Error: Delegation depth limit reached (0)"]
@@ -204,7 +208,7 @@ def test_the_parent_at_its_depth_limit_cannot_delegate(tmp_path: Path, observed:
 @pytest.mark.req("POL-DELEG-02")
 def test_a_child_at_the_default_depth_limit_cannot_delegate_again(
     tmp_path: Path,
-    observed: list,  # type: ignore[type-arg]
+    observed: list[ResolvedAgentExecution],
 ) -> None:
     child_turns = [
         {"tool_calls": [_call("delegate", "d2", agent="other", prompt="deeper")]},
@@ -237,7 +241,7 @@ def test_a_child_that_cannot_be_resolved_fails_closed(
     tmp_path: Path,
     observed: list,
     target: str,
-    reason: str,  # type: ignore[type-arg]
+    reason: str,
 ) -> None:
     config = _config(tmp_path, _delegate_turns(agent=target))
     # `ghost` is listed as a target but has vanished from the configuration the parent holds
@@ -254,7 +258,7 @@ def test_a_child_that_cannot_be_resolved_fails_closed(
 @pytest.mark.req("POL-DELEG-05", "POL-DELEG-03")
 def test_the_child_sees_only_its_system_prompt_and_the_delegated_message(
     tmp_path: Path,
-    observed: list,  # type: ignore[type-arg]
+    observed: list[ResolvedAgentExecution],
 ) -> None:
     config = _config(tmp_path, _delegate_turns(context="Diff is in diff.txt."))
     run = _run(config, observed)
@@ -270,13 +274,17 @@ def test_the_child_sees_only_its_system_prompt_and_the_delegated_message(
 
 
 @pytest.mark.req("POL-DELEG-05")
-def test_without_context_the_message_is_the_prompt_alone(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_without_context_the_message_is_the_prompt_alone(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     run = _run(_config(tmp_path, _delegate_turns()), observed)
     assert _child_requests(run)[0]["messages"][1] == {"role": "user", "content": "Review diff.txt"}  # type: ignore[index]
 
 
 @pytest.mark.req("POL-DELEG-10", "POL-PATH-22")
-def test_the_child_works_in_the_targets_workspace(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_the_child_works_in_the_targets_workspace(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     config = _config(tmp_path, _delegate_turns())
     run = _run(config, observed, path="acp", root=tmp_path)
     (child,) = run.children
@@ -287,7 +295,9 @@ def test_the_child_works_in_the_targets_workspace(tmp_path: Path, observed: list
 
 
 @pytest.mark.req("POL-DELEG-06", "POL-DELEG-08")
-def test_each_child_run_leaves_a_lineage_record(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_each_child_run_leaves_a_lineage_record(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     run = _run(_config(tmp_path, _delegate_turns()), observed, path="cron")
     (child,) = run.children
     (record,) = _records(tmp_path)
@@ -312,7 +322,9 @@ def test_each_child_run_leaves_a_lineage_record(tmp_path: Path, observed: list) 
 
 
 @pytest.mark.req("POL-DELEG-07")
-def test_success_returns_the_answer_and_the_link(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_success_returns_the_answer_and_the_link(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     config = _config(tmp_path, [{"chunks": ["unused"]}])
     parent = resolve(config, "lead", PathRequest("cli-run"))
     port = Delegation(parent, TurnEngine(SequentialIds()), SystemClock())
@@ -334,7 +346,9 @@ def test_success_returns_the_answer_and_the_link(tmp_path: Path, observed: list)
 
 
 @pytest.mark.req("POL-DELEG-07", "POL-DELEG-08")
-def test_a_failed_child_turn_fails_the_tool(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_a_failed_child_turn_fails_the_tool(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     config = _config(tmp_path, _delegate_turns(), [{"error": "model overloaded"}])
     run = _run(config, observed)
     assert run.tool_outputs() == ["Error: Delegated agent 'helper' failed: model overloaded"]
@@ -347,7 +361,9 @@ def test_a_failed_child_turn_fails_the_tool(tmp_path: Path, observed: list) -> N
 
 
 @pytest.mark.req("POL-DELEG-11", "POL-PATH-13", "POL-ACCESS-08")
-def test_a_cron_parents_caller_list_bounds_the_child(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_a_cron_parents_caller_list_bounds_the_child(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     config = _config(tmp_path, _delegate_turns())
     caller = frozenset({"delegate", "file_read"})
     run = _run(config, observed, path="cron", caller=caller)
@@ -364,7 +380,9 @@ def test_a_cron_parents_caller_list_bounds_the_child(tmp_path: Path, observed: l
 
 
 @pytest.mark.req("POL-DELEG-09")
-def test_child_events_stay_out_of_the_parents_stream(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_child_events_stay_out_of_the_parents_stream(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     child_turns = [
         {"tool_calls": [_call("todo_write", "c1", todos=[])]},
         {"chunks": ["child ", "answer"]},
@@ -377,7 +395,9 @@ def test_child_events_stay_out_of_the_parents_stream(tmp_path: Path, observed: l
 
 
 @pytest.mark.req("POL-DELEG-09", "POL-DELEG-03")
-def test_child_approvals_go_through_the_parents_operator(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_child_approvals_go_through_the_parents_operator(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     child_turns = [
         {"tool_calls": [_call("file_write", "c1", path="x.txt", content="x")]},
         {"chunks": ["written"]},
@@ -401,7 +421,7 @@ def test_child_approvals_go_through_the_parents_operator(tmp_path: Path, observe
 @pytest.mark.req("POL-DELEG-03", "POL-APPROVE-07")
 def test_a_child_under_a_non_interactive_parent_has_no_operator(
     tmp_path: Path,
-    observed: list,  # type: ignore[type-arg]
+    observed: list[ResolvedAgentExecution],
 ) -> None:
     child_turns = [
         {"tool_calls": [_call("file_write", "c1", path="x.txt", content="x")]},
@@ -419,7 +439,9 @@ def test_a_child_under_a_non_interactive_parent_has_no_operator(
 
 
 @pytest.mark.req("POL-PATH-13", "POL-MEM-02")
-def test_memory_is_stripped_for_a_child_under_an_acp_parent(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_memory_is_stripped_for_a_child_under_an_acp_parent(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     run = _run(_config(tmp_path, _delegate_turns()), observed, path="acp", root=tmp_path)
     (child,) = run.children
     assert not MEMORY_TOOLS & set(child.io.tools.names)
@@ -431,7 +453,9 @@ def test_memory_is_stripped_for_a_child_under_an_acp_parent(tmp_path: Path, obse
 
 
 @pytest.mark.req("POL-PATH-13")
-def test_memory_stays_for_a_child_off_the_acp_surface(tmp_path: Path, observed: list) -> None:  # type: ignore[type-arg]
+def test_memory_stays_for_a_child_off_the_acp_surface(
+    tmp_path: Path, observed: list[ResolvedAgentExecution]
+) -> None:
     run = _run(_config(tmp_path, _delegate_turns()), observed)
     (child,) = run.children
     assert set(child.io.tools.names) >= MEMORY_TOOLS
