@@ -27,8 +27,7 @@ from zeroclaw_ref.store.db import (
     Row,
     SqlValue,
     StoreError,
-    make_private_dir,
-    open_migrated,
+    open_store,
 )
 
 # [CFG-DIR-05] `<data dir>/cron/jobs.sqlite3`
@@ -100,10 +99,10 @@ class CronStore:
             StoreError: when the directory or file cannot be created or opened, or the file
                 is not a database; the caller reports the failure and schedules nothing.
         """
-        make_private_dir(data_dir / CRON_DIR)  # [CFG-DIR-04] created on demand
+        # [CFG-DIR-04] the folder and the file are created on demand
         path = store_path(data_dir)
         return cls(
-            open_migrated(
+            open_store(
                 path, SCHEMA_FAMILY, create=True, busy_timeout_ms=busy_timeout_ms, trace=trace
             )
         )
@@ -115,10 +114,8 @@ class CronStore:
         Raises:
             StoreError: when the file exists but cannot be opened or is not a database.
         """
-        path = store_path(data_dir)
-        if not path.is_file():
-            return None
-        return cls(open_migrated(path, SCHEMA_FAMILY, create=False))
+        db = open_store(store_path(data_dir), SCHEMA_FAMILY, create=False)
+        return None if db is None else cls(db)
 
     def close(self) -> None:
         """Close the underlying connection."""

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal, overload
 
 # [ACP-STORE-03] `busy_timeout=5000`: a bounded wait for another writer's lock.
 BUSY_TIMEOUT_MS = 5000
@@ -249,7 +250,7 @@ class Database:
             self._conn.close()
 
 
-def make_private_dir(folder: Path) -> None:
+def _make_private_dir(folder: Path) -> None:
     """Create a store's folder (mode 0700: transcripts and jobs are private) when missing.
 
     Raises:
@@ -261,22 +262,66 @@ def make_private_dir(folder: Path) -> None:
         raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from exc
 
 
-def open_migrated(
+def _no_check(db: Database) -> None:
+    del db
+
+
+@overload
+def open_store(
+    path: Path,
+    family: str,
+    *,
+    create: Literal[True],
+    busy_timeout_ms: int = ...,
+    trace: Callable[[str], None] | None = ...,
+    check: Callable[[Database], None] = ...,
+) -> Database: ...
+
+
+@overload
+def open_store(
+    path: Path,
+    family: str,
+    *,
+    create: Literal[False],
+    busy_timeout_ms: int = ...,
+    trace: Callable[[str], None] | None = ...,
+    check: Callable[[Database], None] = ...,
+) -> Database | None: ...
+
+
+def open_store(
     path: Path,
     family: str,
     *,
     create: bool,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     trace: Callable[[str], None] | None = None,
-    check: Callable[[Database], None] = lambda db: None,
-) -> Database:
-    """Open `path`, bring schema `family` up to date and run `check`; a failure closes the
-    connection (the file is left as it was) and propagates.
+    check: Callable[[Database], None] = _no_check,
+) -> Database | None:
+    """The one opener of every store (sessions, cron jobs, memory): open `path`, bring schema
+    `family` up to date and run `check`.
+
+    With `create`, the folder (mode 0700) and the file are made when missing. Without it the
+    store is only inspected: nothing is ever created, and a missing file is `None`
+    (ACP-STORE-17). A failure closes the connection (the file is left as it was) and
+    propagates.
 
     Raises:
-        StoreError: when the file cannot be opened, is not a database, or a migration or
-            `check` fails.
+        StoreError: when the folder cannot be created, the file cannot be opened or is not a
+            database, or a migration or `check` fails.
     """
+    if create:
+        _make_private_dir(path.parent)
+    else:
+        try:
+            path.stat()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            # Design: only a missing file reads as "empty"; a store folder that is a regular
+            # file or cannot be read is a store that cannot be opened.
+            raise StoreError(f"{path}: {exc.strerror or exc}") from exc
     db = Database(path, create=create, busy_timeout_ms=busy_timeout_ms, trace=trace)
     try:
         db.migrate(family)

@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeroclaw_ref.store.db import Database, Row, SqlValue, StoreError
+from zeroclaw_ref.store.db import Database, Row, SqlValue, StoreError, open_store
 
 # [POL-MEM-01] [CFG-DIR-05] `<data_dir>/memory/<alias>.sqlite3`
 MEMORY_DIR = "memory"
@@ -87,19 +87,8 @@ class MemoryStore:
                 not a database, or the table cannot be created. The caller reports the
                 failure for this call; a later call may try again.
         """
-        folder = path.parent
-        try:
-            # 0700: memory holds the operator's notes and past prompts.
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from exc
-        db = Database(path)
-        try:
-            db.migrate(SCHEMA_FAMILY)
-        except StoreError:
-            db.close()
-            raise
-        return cls(db)
+        # the folder is made 0700: memory holds the operator's notes and past prompts
+        return cls(open_store(path, SCHEMA_FAMILY, create=True))
 
     def close(self) -> None:
         """Close the underlying connection."""

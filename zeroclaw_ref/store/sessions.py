@@ -28,8 +28,7 @@ from zeroclaw_ref.store.db import (
     Row,
     SqlValue,
     StoreError,
-    make_private_dir,
-    open_migrated,
+    open_store,
 )
 
 # [ACP-STORE-01] `<data dir>/sessions/acp-sessions.db`
@@ -152,8 +151,16 @@ class SessionStore:
                 is not a database, or the schema cannot be created (ACP-STORE-04); the
                 caller runs without a store. An existing file is never removed or rewritten.
         """
-        make_private_dir(data_dir / SESSIONS_DIR)  # [ACP-STORE-01] created when missing
-        return cls._connect(store_path(data_dir), True, busy_timeout_ms, trace)
+        # [ACP-STORE-01] the folder and the file are created when missing
+        db = open_store(
+            store_path(data_dir),
+            SCHEMA_FAMILY,
+            create=True,
+            busy_timeout_ms=busy_timeout_ms,
+            trace=trace,
+            check=_check_columns,
+        )
+        return cls(db)
 
     @classmethod
     def open_existing(
@@ -170,34 +177,15 @@ class SessionStore:
         Raises:
             StoreError: when the file exists but cannot be opened or is not a database.
         """
-        path = store_path(data_dir)
-        try:
-            path.stat()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            # Design: only a missing file reads as "empty"; `sessions` being a regular file
-            # or an unreadable directory is a store that cannot be opened.
-            raise StoreError(f"{path}: {exc.strerror or exc}") from exc
-        return cls._connect(path, False, busy_timeout_ms, trace)
-
-    @classmethod
-    def _connect(
-        cls,
-        path: Path,
-        create: bool,
-        busy_timeout_ms: int,
-        trace: Callable[[str], None] | None,
-    ) -> SessionStore:
-        db = open_migrated(
-            path,
+        db = open_store(
+            store_path(data_dir),
             SCHEMA_FAMILY,
-            create=create,
+            create=False,
             busy_timeout_ms=busy_timeout_ms,
             trace=trace,
             check=_check_columns,
         )
-        return cls(db)
+        return None if db is None else cls(db)
 
     def close(self) -> None:
         """Close the underlying connection."""
