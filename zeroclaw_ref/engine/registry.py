@@ -196,26 +196,9 @@ class ScopedToolRegistry:
     def assemble(cls, spec: ScopedAssembly) -> ScopedToolRegistry:
         """Apply the six steps of POL-ASSEMBLE-03 in order and mint the registry."""
         security = spec.security
-        # Step 1 [POL-ASSEMBLE-05]: no serial device is touched unless the path connects them.
-        peripherals: tuple[Tool, ...] = ()
-        if spec.connect_peripherals and spec.config.peripherals.enabled:
-            from zeroclaw_ref.tools import peripherals as boards
-
-            peripherals = boards.peripheral_tools(spec.config.peripherals)
-        # Step 2 [POL-ASSEMBLE-06]: the built-in filter, with the strict caller list.
-        kept = tuple(
-            t
-            for t in spec.universe + peripherals
-            if security.is_tool_allowed(t.name)
-            and (spec.caller_allowed is None or t.name in spec.caller_allowed)
-        )
-        # Step 3 [POL-ASSEMBLE-07]: the context filter.
-        kept = tuple(
-            t
-            for t in kept
-            if not (spec.exclude_memory and t.name in MEMORY_TOOLS)
-            and not (not spec.acp_delivery and t.name == "deliver_file")
-        )
+        peripherals = _peripheral_tools(spec)  # step 1
+        kept = _builtin_filter(spec, spec.universe + peripherals)  # step 2
+        kept = _context_filter(spec, kept)  # step 3
         # Step 4 [POL-ASSEMBLE-08]: MCP. The access policy is built even when the step does
         # not run, because skills pass the same policy (POL-ASSEMBLE-15).
         access = ToolAccessPolicy(
@@ -227,70 +210,138 @@ class ScopedToolRegistry:
         if spec.connect_mcp and granted and not _admits_nothing(access):
             state, capability = _mcp_step(spec, access, granted, {t.name for t in kept})
         mcp_tools = state.registered() if state is not None else ()
-        # Step 5 [POL-ASSEMBLE-15]: skill tools, admitted by the access policy; a name that is
-        # already taken keeps its first owner (POL-ASSEMBLE-14).
         taken = {t.name for t in kept + capability + mcp_tools}
-        skill_tools: list[Tool] = []
-        if spec.skills:
-            from zeroclaw_ref.tools.skills import skill_tools as build_skill_tools
-
-            for skill in sorted(spec.skills, key=lambda s: s.name):
-                for tool in build_skill_tools(skill, security, spec.settings):
-                    if not access.is_tool_allowed(tool.name):
-                        continue
-                    if tool.name in taken:
-                        log.warning("skill tool %s clashes with an existing tool", tool.name)
-                        continue
-                    taken.add(tool.name)
-                    skill_tools.append(tool)
+        skill_tools = _skill_tools(spec, access, taken)  # step 5
         if state is not None:
             state.reserved |= {t.name for t in skill_tools}  # a refresh keeps first owners
         # Step 6 [POL-ASSEMBLE-16]: the final excluded_tools subtraction over everything.
         excluded = security.excluded_tools
-
-        def keep(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
-            return tuple(t for t in tools if t.name not in excluded)
-
-        head, middle, tail = keep(kept + capability), keep(mcp_tools), keep(tuple(skill_tools))
-        peripheral_names = {t.name for t in peripherals}
-        capability_names = {t.name for t in capability}
-        deferred_names: tuple[str, ...] = ()
-        deferred = pinned = ""
-        if state is not None:
-            pinned = state.pinned()  # [POL-ASSEMBLE-09]
-            if state.activated is not None and any(t.name == "tool_search" for t in middle):
-                # [POL-ASSEMBLE-10] [MCP-DEFER-08] an excluded tool_search empties the section
-                deferred = state.deferred_text()
-            if state.activated is not None:
-                deferred_names = tuple(t.name for t in state.admitted)
-        origin = ToolOrigin(
-            builtin=tuple(
-                t.name
-                for t in head
-                if t.name not in peripheral_names and t.name not in capability_names
-            ),
-            peripheral=tuple(t.name for t in head if t.name in peripheral_names),
-            capability=tuple(t.name for t in head if t.name in capability_names),
-            mcp=tuple(t.name for t in middle if t.name != "tool_search"),
-            skill=tuple(t.name for t in tail),
-            mcp_deferred=deferred_names,
-        )
-        log.info(
-            "assembled agent=%s path=%s builtin=%d peripheral=%d mcp=%d capability=%d skill=%d",
-            spec.agent_alias,
-            spec.path,
-            len(origin.builtin),
-            len(origin.peripheral),
-            len(origin.mcp) + len(origin.mcp_deferred),
-            len(origin.capability),
-            len(origin.skill),
-        )  # [POL-ASSEMBLE-20]
-        mode = "none"
-        if granted:
-            listing, deferred_on = spec.list_deferred_mcp_specs, spec.config.mcp.deferred_loading
-            mode = "listing" if listing else "deferred" if deferred_on else "eager"
+        head = _without(kept + capability, excluded)
+        middle, tail = _without(mcp_tools, excluded), _without(skill_tools, excluded)
+        deferred, pinned, deferred_names = _mcp_sections(state, middle)
+        origin = _origin(head, middle, tail, peripherals, capability, deferred_names)
+        _log_assembled(spec, origin)
+        mode = _mcp_mode(spec, granted)
         segments = (head, middle, tail)
         return cls(_TOKEN, segments, origin, (deferred, pinned), state, excluded, mode)
+
+
+def _peripheral_tools(spec: ScopedAssembly) -> tuple[Tool, ...]:
+    """Step 1 [POL-ASSEMBLE-05]: no serial device is touched unless the path connects them."""
+    if not (spec.connect_peripherals and spec.config.peripherals.enabled):
+        return ()
+    from zeroclaw_ref.tools import peripherals as boards
+
+    return boards.peripheral_tools(spec.config.peripherals)
+
+
+def _builtin_filter(spec: ScopedAssembly, tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
+    """Step 2 [POL-ASSEMBLE-06]: the security policy's filter, then the strict caller list."""
+    allowed = spec.caller_allowed
+    return tuple(
+        t
+        for t in tools
+        if spec.security.is_tool_allowed(t.name) and (allowed is None or t.name in allowed)
+    )
+
+
+def _context_filter(spec: ScopedAssembly, tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
+    """Step 3 [POL-ASSEMBLE-07]: no memory tools where memory is excluded, no `deliver_file`
+    where nothing can be delivered."""
+    return tuple(
+        t
+        for t in tools
+        if not (spec.exclude_memory and t.name in MEMORY_TOOLS)
+        and not (not spec.acp_delivery and t.name == "deliver_file")
+    )
+
+
+def _skill_tools(
+    spec: ScopedAssembly, access: ToolAccessPolicy, taken: set[str]
+) -> tuple[Tool, ...]:
+    """Step 5 [POL-ASSEMBLE-15]: skill tools, admitted by the access policy; a name that is
+    already taken keeps its first owner (POL-ASSEMBLE-14). Adds the names it keeps to `taken`."""
+    if not spec.skills:
+        return ()
+    from zeroclaw_ref.tools.skills import skill_tools as build_skill_tools
+
+    found: list[Tool] = []
+    for skill in sorted(spec.skills, key=lambda s: s.name):
+        for tool in build_skill_tools(skill, spec.security, spec.settings):
+            if not access.is_tool_allowed(tool.name):
+                continue
+            if tool.name in taken:
+                log.warning("skill tool %s clashes with an existing tool", tool.name)
+                continue
+            taken.add(tool.name)
+            found.append(tool)
+    return tuple(found)
+
+
+def _without(tools: tuple[Tool, ...], excluded: frozenset[str]) -> tuple[Tool, ...]:
+    """Step 6's subtraction for one segment."""
+    return tuple(t for t in tools if t.name not in excluded)
+
+
+def _mcp_sections(
+    state: McpState | None, middle: tuple[Tool, ...]
+) -> tuple[str, str, tuple[str, ...]]:
+    """The deferred and pinned prompt sections and the deferred tool names of step 4."""
+    if state is None:
+        return "", "", ()
+    pinned = state.pinned()  # [POL-ASSEMBLE-09]
+    if state.activated is None:
+        return "", pinned, ()
+    deferred = ""
+    if any(t.name == "tool_search" for t in middle):
+        # [POL-ASSEMBLE-10] [MCP-DEFER-08] an excluded tool_search empties the section
+        deferred = state.deferred_text()
+    return deferred, pinned, tuple(t.name for t in state.admitted)
+
+
+def _origin(
+    head: tuple[Tool, ...],
+    middle: tuple[Tool, ...],
+    tail: tuple[Tool, ...],
+    peripherals: tuple[Tool, ...],
+    capability: tuple[Tool, ...],
+    deferred_names: tuple[str, ...],
+) -> ToolOrigin:
+    """Which step contributed each kept tool, in registry order."""
+    peripheral_names = {t.name for t in peripherals}
+    capability_names = {t.name for t in capability}
+    not_builtin = peripheral_names | capability_names
+    return ToolOrigin(
+        builtin=tuple(t.name for t in head if t.name not in not_builtin),
+        peripheral=tuple(t.name for t in head if t.name in peripheral_names),
+        capability=tuple(t.name for t in head if t.name in capability_names),
+        mcp=tuple(t.name for t in middle if t.name != "tool_search"),
+        skill=tuple(t.name for t in tail),
+        mcp_deferred=deferred_names,
+    )
+
+
+def _log_assembled(spec: ScopedAssembly, origin: ToolOrigin) -> None:
+    """[POL-ASSEMBLE-20] one INFO line with the count of each origin."""
+    log.info(
+        "assembled agent=%s path=%s builtin=%d peripheral=%d mcp=%d capability=%d skill=%d",
+        spec.agent_alias,
+        spec.path,
+        len(origin.builtin),
+        len(origin.peripheral),
+        len(origin.mcp) + len(origin.mcp_deferred),
+        len(origin.capability),
+        len(origin.skill),
+    )
+
+
+def _mcp_mode(spec: ScopedAssembly, granted: tuple[McpServerConfig, ...]) -> str:
+    """none | eager | deferred | listing: the configured mode of a granted scope."""
+    if not granted:
+        return "none"
+    if spec.list_deferred_mcp_specs:
+        return "listing"
+    return "deferred" if spec.config.mcp.deferred_loading else "eager"
 
 
 def _admits_nothing(access: ToolAccessPolicy) -> bool:
