@@ -149,75 +149,140 @@ class ResolvedAgentExecution:
 
     def snapshot(self) -> JSONObject:
         """[POL-RESOLVE-16] every resolved setting as flat JSON keys, lists sorted unless their
-        order is the point (registry order, grant order)."""
-        assembly, io, sec, knobs = self.assembly, self.io, self.security, self.knobs
-        origin = io.tools.origin
-        allowed = sec.allowed_tools
+        order is the point (registry order, grant order); one helper per key group."""
         return {
-            "tools.names": _listed(io.tools.names),
-            "tools.builtin": _sorted(origin.builtin),
-            "tools.peripheral": _sorted(origin.peripheral),
-            "tools.capability": _sorted(origin.capability),
-            "tools.mcp": _sorted(origin.mcp),
-            "tools.skill": _sorted(origin.skill),
-            "tools.mcp_deferred": _sorted(origin.mcp_deferred),
-            "tools.tool_search": "tool_search" in io.tools.names,
-            "prompt.system": io.system_prompt,
-            "prompt.deferred_section": io.deferred_section,
-            "prompt.pinned_section": io.pinned_section,
-            "access.allowed_tools": _sorted_or_none(allowed),
-            "access.excluded_tools": _sorted(sec.excluded_tools),
-            "access.caller_allowed": _sorted_or_none(assembly.caller_allowed),
-            "mcp.connected": self.mcp.connected,
-            "mcp.granted_servers": _listed(self.mcp.granted_servers),
-            "mcp.mode": self.mcp.mode,
-            "approval.level": io.approval.level,
-            "approval.auto_approve": _sorted(io.approval.auto_approve),
-            "approval.always_ask": _sorted(io.approval.always_ask),
-            "approval.interaction": io.interaction,
-            "approval.session_allowlist": _listed(io.approval.session_allowlist),
-            "security.workspace_dir": str(sec.workspace_dir),
-            # [POL-FS-07] the roots besides the workspace itself: the profile's, plus the
-            # agent's own workspace when it is not the workspace (the dual root of acp)
-            "security.allowed_roots": _sorted(
-                str(r) for r in sec.allowed_roots if r != sec.workspace_dir
-            ),
-            "security.workspace_only": sec.workspace_only,
-            "security.forbidden_paths": _sorted(sec.forbidden_paths),
-            "security.allowed_commands": _sorted(sec.allowed_commands),
-            "security.require_approval_for_medium_risk": sec.require_approval_for_medium_risk,
-            "security.block_high_risk_commands": sec.block_high_risk_commands,
-            "security.shell_env_passthrough": _sorted(sec.shell_env_passthrough),
-            "knobs.max_tool_iterations": knobs.max_tool_iterations,
-            "knobs.max_history_messages": knobs.max_history_messages,
-            "knobs.max_tool_result_chars": knobs.max_tool_result_chars,
-            "knobs.parallel_tools": knobs.parallel_tools,
-            "knobs.shell_timeout_secs": knobs.shell_timeout_secs,
-            "knobs.max_delegation_depth": knobs.max_delegation_depth,
-            "knobs.tool_filter_groups": [
-                {"mode": g.mode, "tools": _listed(g.tools), "keywords": _listed(g.keywords)}
-                for g in knobs.tool_filter_groups
-            ],
-            "model.provider": self.model.provider_name,
-            "model.kind": self.model.provider_kind,
-            "model.model": self.model.model,
-            "model.temperature": self.model.temperature,
-            "memory.enabled": self.memory.enabled,
-            "memory.store": None if self.memory.store_path is None else str(self.memory.store_path),
+            **_tool_keys(self.io),
+            **_prompt_keys(self.io),
+            **_access_keys(self.security, self.assembly),
+            **_mcp_keys(self.mcp),
+            **_approval_keys(self.io),
+            **_security_keys(self.security),
+            **_knob_keys(self.knobs),
+            **_model_keys(self.model),
+            **_memory_keys(self.memory),
             "skills.loaded": _sorted(s.name for s in self.skills),
-            "lineage.executing_agent": self.lineage.executing_agent,
-            "lineage.parent_agent": self.lineage.parent_agent,
-            "lineage.depth": self.lineage.depth,
-            "lineage.surface": self.lineage.surface,
-            "assembly.caller_allowed": _sorted_or_none(assembly.caller_allowed),
-            "assembly.connect_mcp": assembly.connect_mcp,
-            "assembly.connect_peripherals": assembly.connect_peripherals,
-            "assembly.exclude_memory": assembly.exclude_memory,
-            "assembly.acp_delivery": assembly.acp_delivery,
-            "assembly.list_deferred_mcp_specs": assembly.list_deferred_mcp_specs,
+            **_lineage_keys(self.lineage),
+            **_assembly_keys(self.assembly),
         }
 
     def close(self) -> None:
         """[POL-RESOLVE-15] close MCP connections opened for this execution (idempotent);
         process-wide peripheral ports stay open."""
         self.io.tools.close_mcp()
+
+
+# --- the key groups of `snapshot()`, in its order -----------------------------------------
+
+
+def _tool_keys(io: ResolvedIo) -> JSONObject:
+    origin = io.tools.origin
+    return {
+        "tools.names": _listed(io.tools.names),
+        "tools.builtin": _sorted(origin.builtin),
+        "tools.peripheral": _sorted(origin.peripheral),
+        "tools.capability": _sorted(origin.capability),
+        "tools.mcp": _sorted(origin.mcp),
+        "tools.skill": _sorted(origin.skill),
+        "tools.mcp_deferred": _sorted(origin.mcp_deferred),
+        "tools.tool_search": "tool_search" in io.tools.names,
+    }
+
+
+def _prompt_keys(io: ResolvedIo) -> JSONObject:
+    return {
+        "prompt.system": io.system_prompt,
+        "prompt.deferred_section": io.deferred_section,
+        "prompt.pinned_section": io.pinned_section,
+    }
+
+
+def _access_keys(sec: SecurityPolicy, assembly: ScopedAssembly) -> JSONObject:
+    return {
+        "access.allowed_tools": _sorted_or_none(sec.allowed_tools),
+        "access.excluded_tools": _sorted(sec.excluded_tools),
+        "access.caller_allowed": _sorted_or_none(assembly.caller_allowed),
+    }
+
+
+def _mcp_keys(mcp: ResolvedMcpScope) -> JSONObject:
+    return {
+        "mcp.connected": mcp.connected,
+        "mcp.granted_servers": _listed(mcp.granted_servers),
+        "mcp.mode": mcp.mode,
+    }
+
+
+def _approval_keys(io: ResolvedIo) -> JSONObject:
+    return {
+        "approval.level": io.approval.level,
+        "approval.auto_approve": _sorted(io.approval.auto_approve),
+        "approval.always_ask": _sorted(io.approval.always_ask),
+        "approval.interaction": io.interaction,
+        "approval.session_allowlist": _listed(io.approval.session_allowlist),
+    }
+
+
+def _security_keys(sec: SecurityPolicy) -> JSONObject:
+    return {
+        "security.workspace_dir": str(sec.workspace_dir),
+        # [POL-FS-07] the roots besides the workspace itself: the profile's, plus the agent's
+        # own workspace when it is not the workspace (the dual root of acp)
+        "security.allowed_roots": _sorted(
+            str(r) for r in sec.allowed_roots if r != sec.workspace_dir
+        ),
+        "security.workspace_only": sec.workspace_only,
+        "security.forbidden_paths": _sorted(sec.forbidden_paths),
+        "security.allowed_commands": _sorted(sec.allowed_commands),
+        "security.require_approval_for_medium_risk": sec.require_approval_for_medium_risk,
+        "security.block_high_risk_commands": sec.block_high_risk_commands,
+        "security.shell_env_passthrough": _sorted(sec.shell_env_passthrough),
+    }
+
+
+def _knob_keys(knobs: ResolvedRuntimeKnobs) -> JSONObject:
+    return {
+        "knobs.max_tool_iterations": knobs.max_tool_iterations,
+        "knobs.max_history_messages": knobs.max_history_messages,
+        "knobs.max_tool_result_chars": knobs.max_tool_result_chars,
+        "knobs.parallel_tools": knobs.parallel_tools,
+        "knobs.shell_timeout_secs": knobs.shell_timeout_secs,
+        "knobs.max_delegation_depth": knobs.max_delegation_depth,
+        "knobs.tool_filter_groups": [
+            {"mode": g.mode, "tools": _listed(g.tools), "keywords": _listed(g.keywords)}
+            for g in knobs.tool_filter_groups
+        ],
+    }
+
+
+def _model_keys(model: ResolvedModelAccess) -> JSONObject:
+    return {
+        "model.provider": model.provider_name,
+        "model.kind": model.provider_kind,
+        "model.model": model.model,
+        "model.temperature": model.temperature,
+    }
+
+
+def _memory_keys(memory: ResolvedMemory) -> JSONObject:
+    store = None if memory.store_path is None else str(memory.store_path)
+    return {"memory.enabled": memory.enabled, "memory.store": store}
+
+
+def _lineage_keys(lineage: ResolvedLineage) -> JSONObject:
+    return {
+        "lineage.executing_agent": lineage.executing_agent,
+        "lineage.parent_agent": lineage.parent_agent,
+        "lineage.depth": lineage.depth,
+        "lineage.surface": lineage.surface,
+    }
+
+
+def _assembly_keys(assembly: ScopedAssembly) -> JSONObject:
+    return {
+        "assembly.caller_allowed": _sorted_or_none(assembly.caller_allowed),
+        "assembly.connect_mcp": assembly.connect_mcp,
+        "assembly.connect_peripherals": assembly.connect_peripherals,
+        "assembly.exclude_memory": assembly.exclude_memory,
+        "assembly.acp_delivery": assembly.acp_delivery,
+        "assembly.list_deferred_mcp_specs": assembly.list_deferred_mcp_specs,
+    }
