@@ -246,25 +246,13 @@ def build_snapshot(
 
     `paths` is (config dir, data dir, config file, whether the file exists). The errors are the
     ones that only the finished tree can show (a provider created from the environment without
-    `kind`).
+    `kind`). One helper builds each section; the warnings come in file order (autonomy first).
     """
     warnings: list[str] = []
     errors: list[str] = []
     autonomy_values = _normalise_autonomy(sub(tree, "autonomy"), "autonomy", warnings)
-    risk = {
-        name: RiskProfileConfig(
-            name, frozen_map(_normalise_autonomy(values, f"risk_profiles.{name}", warnings))
-        )
-        for name, values in _entries(tree, "risk_profiles").items()
-    }
-    providers: dict[str, ProviderConfig] = {}
-    for name, values in _entries(tree, "providers").items():
-        if "kind" not in values:
-            # [CFG-PROV-01] an entry the environment created without its kind.
-            errors.append(f"providers.{name}: kind is required")
-        providers[name] = _provider(name, values)
-    mcp = sub(tree, "mcp")
-    acp, gateway, scheduler = sub(tree, "acp"), sub(tree, "gateway"), sub(tree, "scheduler")
+    risk = _risk_profiles(tree, warnings)
+    providers = _providers(tree, errors)
     snapshot = ConfigSnapshot(
         config_dir=paths[0],
         data_dir=paths[1],
@@ -277,38 +265,77 @@ def build_snapshot(
         ),
         providers=MappingProxyType(providers),
         agents=MappingProxyType({a: _agent(a, v) for a, v in _entries(tree, "agents").items()}),
-        mcp=McpConfig(
-            enabled=_bool(mcp, "enabled", True),
-            deferred_loading=_bool(mcp, "deferred_loading", False),
-            servers=tuple(_server(s) for s in table_list(mcp, "servers")),
-        ),
-        mcp_bundles=MappingProxyType(
-            {
-                a: McpBundleConfig(a, _strs(v, "servers", ()), _strs(v, "exclude", ()))
-                for a, v in _entries(tree, "mcp_bundles").items()
-            }
-        ),
-        acp=AcpConfig(
-            default_agent=_opt_str(acp, "default_agent"),
-            max_sessions=_int(acp, "max_sessions", 10),
-            session_timeout_secs=_int(acp, "session_timeout_secs", 3600),
-        ),
-        gateway=GatewayConfig(
-            host=_str(gateway, "host", "127.0.0.1"),
-            port=_int(gateway, "port", 42617),
-            require_pairing=_bool(gateway, "require_pairing", True),
-            path_prefix=_opt_str(gateway, "path_prefix"),
-            paired_tokens=_strs(gateway, "paired_tokens", ()),
-        ),
+        mcp=_mcp(sub(tree, "mcp")),
+        mcp_bundles=MappingProxyType(_mcp_bundles(tree)),
+        acp=_acp(sub(tree, "acp")),
+        gateway=_gateway(sub(tree, "gateway")),
         peripherals=_peripherals(sub(tree, "peripherals")),
-        scheduler=SchedulerConfig(
-            enabled=_bool(scheduler, "enabled", True), tick_secs=_int(scheduler, "tick_secs", 30)
-        ),
+        scheduler=_scheduler(sub(tree, "scheduler")),
         secrets=SecretsConfig(encrypt=_bool(sub(tree, "secrets"), "encrypt", True)),
         sandbox=_sandbox(sub(sub(tree, "security"), "sandbox")),
         overrides=MappingProxyType(dict(overrides)),
     )
     return snapshot, errors, warnings
+
+
+def _risk_profiles(tree: Tree, warnings: list[str]) -> dict[str, RiskProfileConfig]:
+    """Each `[risk_profiles.<name>]`, normalised as `[autonomy]` is (CFG-AUTO-04)."""
+    return {
+        name: RiskProfileConfig(
+            name, frozen_map(_normalise_autonomy(values, f"risk_profiles.{name}", warnings))
+        )
+        for name, values in _entries(tree, "risk_profiles").items()
+    }
+
+
+def _providers(tree: Tree, errors: list[str]) -> dict[str, ProviderConfig]:
+    """Each `[providers.<name>]`; one the environment created without its kind is an error
+    [CFG-PROV-01] (and still built, so later checks see it)."""
+    providers: dict[str, ProviderConfig] = {}
+    for name, values in _entries(tree, "providers").items():
+        if "kind" not in values:
+            errors.append(f"providers.{name}: kind is required")
+        providers[name] = _provider(name, values)
+    return providers
+
+
+def _mcp(mcp: Tree) -> McpConfig:
+    return McpConfig(
+        enabled=_bool(mcp, "enabled", True),
+        deferred_loading=_bool(mcp, "deferred_loading", False),
+        servers=tuple(_server(s) for s in table_list(mcp, "servers")),
+    )
+
+
+def _mcp_bundles(tree: Tree) -> dict[str, McpBundleConfig]:
+    return {
+        a: McpBundleConfig(a, _strs(v, "servers", ()), _strs(v, "exclude", ()))
+        for a, v in _entries(tree, "mcp_bundles").items()
+    }
+
+
+def _acp(acp: Tree) -> AcpConfig:
+    return AcpConfig(
+        default_agent=_opt_str(acp, "default_agent"),
+        max_sessions=_int(acp, "max_sessions", 10),
+        session_timeout_secs=_int(acp, "session_timeout_secs", 3600),
+    )
+
+
+def _gateway(gateway: Tree) -> GatewayConfig:
+    return GatewayConfig(
+        host=_str(gateway, "host", "127.0.0.1"),
+        port=_int(gateway, "port", 42617),
+        require_pairing=_bool(gateway, "require_pairing", True),
+        path_prefix=_opt_str(gateway, "path_prefix"),
+        paired_tokens=_strs(gateway, "paired_tokens", ()),
+    )
+
+
+def _scheduler(scheduler: Tree) -> SchedulerConfig:
+    return SchedulerConfig(
+        enabled=_bool(scheduler, "enabled", True), tick_secs=_int(scheduler, "tick_secs", 30)
+    )
 
 
 def _sandbox(table: Tree) -> SandboxConfig:
