@@ -1,5 +1,8 @@
-"""The stdio transport: spawning, framing, the reader thread and child deaths (mcp.md §3, §7.3),
-against the scripted server of `tests/helpers/mcp_server.py` with `--more-tools`."""
+"""The stdio child process: how it is spawned, what reaches its stdin (one compact line a
+message), the one reader of its stdout, and its exit and broken pipes (mcp.md §3, §7.3),
+against the scripted server of `tests/helpers/mcp_server.py` with `--more-tools`.
+
+The handshake, request/response flow and lifecycle over stdio live in test_mcp_stdio.py."""
 
 from __future__ import annotations
 
