@@ -12,7 +12,8 @@ import pytest
 from zeroclaw_ref.config import secrets, write
 from zeroclaw_ref.config.edit import EditError
 from zeroclaw_ref.config.load import load_config
-from zeroclaw_ref.config.model import ConfigError
+from zeroclaw_ref.config.model import MASK, ConfigError
+from zeroclaw_ref.config.view import get_leaf, read_view, render_json, render_text
 
 KEY = bytes(range(32))
 TOKEN = "mcp.servers.gh.env.GITHUB_TOKEN"
@@ -229,3 +230,35 @@ def test_a_hanging_op_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert info.value.lines == (
         "providers.p.api_key: could not resolve 1Password reference: op read timed out after 0.2 s",
     )
+
+
+BUNDLE = "[mcp_bundles.b]\nservers = []\n"
+
+
+@pytest.mark.req("MCP-CFG-11")
+def test_env_and_header_values_are_encrypted_at_rest_and_never_shown(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        "[[mcp.servers]]\nname = 'gh'\ntransport = 'http'\nurl = 'https://h/mcp'\n"
+        "[[mcp.servers]]\nname = 'local'\ncommand = 'x'\n" + BUNDLE
+    )
+    write.set_text(tmp_path, "mcp.servers.gh.headers.Authorization", "Bearer hdr-secret-1")
+    write.set_text(tmp_path, "mcp.servers.local.env.API_TOKEN", "env-secret-2")
+    text = (tmp_path / "config.toml").read_text()
+    assert "hdr-secret-1" not in text and "env-secret-2" not in text
+    servers = tomllib.loads(text)["mcp"]["servers"]
+    assert servers[0]["headers"]["Authorization"].startswith("enc2:")
+    assert servers[1]["env"]["API_TOKEN"].startswith("enc2:")
+    snapshot = load_config(tmp_path, tmp_path / "data", {})  # the runtime gets the plain values
+    assert snapshot.mcp.servers[0].headers["Authorization"] == "Bearer hdr-secret-1"
+    assert snapshot.mcp.servers[1].env["API_TOKEN"] == "env-secret-2"
+    leaves = read_view(tmp_path, {})
+    shown = {leaf.path: leaf for leaf in leaves if leaf.path.startswith("mcp.servers.")}
+    header = shown["mcp.servers.gh.headers.Authorization"]
+    env = shown["mcp.servers.local.env.API_TOKEN"]
+    for leaf in (header, env):
+        assert leaf.secret and render_text(leaf) == MASK
+        assert render_json(leaf)["value"] == "***MASKED***"
+    rendered = "\n".join(f"{leaf.path} = {render_text(leaf)}" for leaf in leaves)
+    assert "secret-1" not in rendered and "secret-2" not in rendered
+    assert "enc2:" not in rendered  # not even the ciphertext
+    assert render_text(get_leaf(leaves, "mcp.servers.gh.headers.Authorization")) == MASK

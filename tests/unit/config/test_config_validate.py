@@ -296,3 +296,131 @@ def test_server_names_must_be_unique_ignoring_case(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text(text.replace('"docs"', '"notes"'), encoding="utf-8")
     loaded = load_config(tmp_path, tmp_path / "data", {})
     assert [s.name for s in loaded.mcp.servers] == ["Docs", "notes"]
+
+
+# --- §12 validation of [[mcp.servers]] ---------------------------------------------------
+
+GOOD = "[[mcp.servers]]\nname = 'ok'\ncommand = 'x'\n"  # index 0, so the bad entry is [1]
+
+
+VALIDATION = [
+    ("MCP-CFG-01", "name = '   '\ncommand = 'x'", ["mcp.servers[1].name must not be empty"]),
+    ("MCP-CFG-02", "name = 'OK'\ncommand = 'y'", ["mcp.servers contains duplicate name: OK"]),
+    (
+        "MCP-CFG-04",
+        "name = 'a'\ncommand = ' \t'",
+        ["mcp.servers[1] with transport=stdio requires non-empty command"],
+    ),
+    (
+        "MCP-CFG-05",
+        "name = 'a'\ntransport = 'http'",
+        ["mcp.servers[1] with transport=http requires url"],
+    ),
+    (
+        "MCP-CFG-05",
+        "name = 'a'\ntransport = 'sse'\nurl = '  '",
+        ["mcp.servers[1] with transport=sse requires url"],
+    ),
+    (
+        "MCP-CFG-06",
+        "name = 'a'\ntransport = 'http'\nurl = 'https://'",
+        ["mcp.servers[1].url is not a valid URL"],
+    ),
+    (
+        "MCP-CFG-06",
+        "name = 'a'\ntransport = 'sse'\nurl = 'no scheme here'",
+        ["mcp.servers[1].url is not a valid URL"],
+    ),
+    (
+        "MCP-CFG-06",
+        "name = 'a'\ntransport = 'http'\nurl = 'ws://h/mcp'",
+        ["mcp.servers[1].url must use http/https"],
+    ),
+    (
+        "MCP-CFG-07",
+        "name = 'a'\ntransport = 'http'\nurl = 'https://h'\n"
+        "headers = { 'X(y)' = 'v', Ok = 'fine', Cr = \"tok-AAA\\r\", Lf = \"tok-BBB\\n\", "
+        'Nul = "tok-CCC\\u0000" }',
+        [
+            "mcp.servers[1].headers contains an invalid header `Cr`",
+            "mcp.servers[1].headers contains an invalid header `Lf`",
+            "mcp.servers[1].headers contains an invalid header `Nul`",
+            "mcp.servers[1].headers contains an invalid header `X(y)`",
+        ],
+    ),
+    (
+        "MCP-CFG-08",
+        "name = 'a'\ncommand = 'x'\ntool_timeout_secs = 0",
+        ["mcp.servers[1].tool_timeout_secs must be greater than 0"],
+    ),
+    (
+        "MCP-CFG-08",
+        "name = 'a'\ncommand = 'x'\ntool_timeout_secs = -3",
+        ["mcp.servers[1].tool_timeout_secs must be greater than 0"],
+    ),
+    (
+        "MCP-CFG-08",
+        "name = 'a'\ncommand = 'x'\ntool_timeout_secs = 601",
+        ["mcp.servers[1].tool_timeout_secs exceeds max 600"],
+    ),
+    (
+        "MCP-CFG-09",
+        "name = 'a'\ntransport = 'http'\nurl = 'https://h'\ntls_ca_cert_path = '  '",
+        ["mcp.servers[1].tls_ca_cert_path must not be empty"],
+    ),
+    (
+        "MCP-CFG-09",
+        "name = 'a'\ntransport = 'sse'\nurl = 'https://h'\ntls_ca_cert_path = 'certs/ca.pem'",
+        ["mcp.servers[1].tls_ca_cert_path must be an absolute path"],
+    ),
+    (
+        "MCP-CFG-10",
+        "name = 'a'\ntransport = 'http'\nurl = 'http://h/mcp'\ntls_ca_cert_path = '/etc/ca.pem'",
+        ["mcp.servers[1].url must use https when tls_ca_cert_path is set"],
+    ),
+    (
+        "MCP-CFG-10",
+        "name = 'a'\ntransport = 'sse'\nurl = 'http://h/sse'\ntls_ca_cert_path = '/etc/ca.pem'",
+        ["mcp.servers[1].url must use https when tls_ca_cert_path is set"],
+    ),
+]
+
+
+def _load(root: Path, text: str) -> ConfigSnapshot:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.toml").write_text(text, encoding="utf-8")
+    return load_config(root, root / "data", {})
+
+
+# Constant citations of the per-row IDs above, for tools/req_coverage.py.
+@pytest.mark.req(
+    "MCP-CFG-01", "MCP-CFG-02", "MCP-CFG-04", "MCP-CFG-05", "MCP-CFG-06", "MCP-CFG-07",
+    "MCP-CFG-08", "MCP-CFG-09", "MCP-CFG-10",
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        pytest.param(t, e, marks=pytest.mark.req(r), id=f"{r}-{i}")
+        for i, (r, t, e) in enumerate(VALIDATION)
+    ],
+)
+def test_server_entries_are_validated_with_exact_texts(
+    tmp_path: Path, entry: str, expected: list[str]
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        _load(tmp_path, f"{GOOD}[[mcp.servers]]\n{entry}\n{BUNDLE}")
+    assert list(info.value.lines) == expected
+    assert not any("tok-" in line for line in info.value.lines)  # values are never printed
+
+
+@pytest.mark.req("MCP-CFG-08", "MCP-CFG-09", "MCP-CFG-10", "MCP-CFG-07")
+def test_boundary_values_are_accepted(tmp_path: Path) -> None:
+    snapshot = _load(
+        tmp_path,
+        f"{GOOD}[[mcp.servers]]\nname = 'a'\ntransport = 'sse'\nurl = 'https://h/sse'\n"
+        "tls_ca_cert_path = '/etc/ca.pem'\ntool_timeout_secs = 600\n"
+        "headers = { 'X-Token_1.v' = 'tab\tand spaces ok' }\n"
+        f"[[mcp.servers]]\nname = 'b'\ncommand = 'x'\ntool_timeout_secs = 1\n{BUNDLE}",
+    )
+    assert [s.name for s in snapshot.mcp.servers] == ["ok", "a", "b"]
+    assert snapshot.mcp.servers[1].tool_timeout_secs == 600

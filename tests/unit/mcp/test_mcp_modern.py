@@ -10,6 +10,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
+from tests.helpers.fake_mcp_http import FakeMcpHttp, script_for
 from tests.unit.mcp.conftest import FAST, Connect, stdio_config
 from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.jsontypes import JSONObject
 from zeroclaw_ref.mcp import (
     ClientHandlers,
+    McpOptions,
     McpOutcomeUnknownError,
     McpProtocolError,
     McpRpcError,
@@ -498,3 +501,41 @@ def test_the_era_key_of_a_server_table(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text(base + 'era = "2026"\n')
     with pytest.raises(ConfigError, match="era"):
         load_config(tmp_path, tmp_path / "data", {})
+
+
+OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5, close_grace_s=1)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMcpHttp]:
+    server = FakeMcpHttp()
+    yield server
+    script_for(server).release.set()
+    server.close()
+
+
+def http_config(fake: FakeMcpHttp, **fields: Any) -> McpServerConfig:
+    return McpServerConfig(name="h", transport="http", url=fake.url, **fields)
+
+
+@pytest.mark.req("MCP-VER-05")
+def test_the_stateless_era_is_never_attempted_with_era_legacy(
+    connect: Connect, tmp_path: Path, fake: FakeMcpHttp
+) -> None:
+    assert McpOptions().era == "auto" and FAST.era == "auto"  # issue 16: auto by default
+    record = tmp_path / "rec.jsonl"
+    legacy_server = stdio_config("--record", str(record), era="legacy")
+    reg = connect(legacy_server)
+    reg.call_tool("peer__echo", {"message": "x"})
+    sent = recorded(record)
+    assert sent[0]["method"] == "initialize"
+    assert sent[0]["params"]["protocolVersion"] == "2025-11-25"
+    assert "_meta" not in sent[0]["params"]
+    assert not any(m.get("method") == "server/discover" for m in sent)
+    connect(http_config(fake), options=replace(OPTS, era="legacy")).call_tool(
+        "h__echo", {"message": "y"}
+    )
+    posts = fake.seen("POST")
+    assert posts[0].body["method"] == "initialize"
+    assert not any(p.body.get("method") == "server/discover" for p in posts)
+    assert not any("Mcp-Method" in p.headers for p in posts)

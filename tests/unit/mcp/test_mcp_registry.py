@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.mcp_calls import text_of
 from tests.unit.mcp.conftest import Connect, stdio_config
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.mcp import McpError, McpOptions, McpProtocolError, McpRegistry
 from zeroclaw_ref.mcp.connection import Connection
 from zeroclaw_ref.mcp.discovery import McpTool
+from zeroclaw_ref.mcp.lifecycle import State
 
 
 @pytest.mark.req("MCP-API-03", "MCP-NAME-01", "MCP-NAME-02")
@@ -102,3 +104,16 @@ def test_an_empty_registry_is_still_a_context_manager() -> None:
     with McpRegistry.connect_all([]) as reg:
         assert reg.tools() == [] and reg.servers() == ()
         assert reg.refresh_if_stale() is False
+
+
+@pytest.mark.req("MCP-LIFE-06")
+def test_each_registry_owns_its_own_connections(connect: Connect) -> None:
+    config = stdio_config()
+    first, second = connect(config), connect(config)
+    one, two = first.connection("peer"), second.connection("peer")
+    assert one is not two and one._transport is not two._transport
+    pids = {one._transport.pid, two._transport.pid}
+    assert len(pids) == 2 and None not in pids
+    first.close()
+    assert one.state is State.CLOSED and two.state is State.READY
+    assert text_of(second.call_tool("peer__echo", {"message": "mine"})) == "Echo: mine"

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.fake_mcp_http import FakeMcpHttp
+from tests.helpers.fake_mcp_http import FakeMcpHttp, https_fake
+from tests.helpers.mcp_calls import text_of
 from tests.helpers.pki import make_pki
 from tests.unit.mcp.conftest import Connect
+from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.mcp import McpConnectError, McpOptions
 from zeroclaw_ref.mcp.tls import read_ca_pem
@@ -138,3 +140,46 @@ def test_redirects_are_checked_and_bounded(
         assert len(plain.seen("POST")) == 11
     finally:
         plain.close()
+
+
+BUNDLE = "[mcp_bundles.b]\nservers = []\n"
+
+
+# --- §6.1 the CA file is read per connection ---------------------------------------------
+
+
+@pytest.mark.req("MCP-TLS-02")
+def test_the_ca_file_is_read_when_a_connection_is_set_up(
+    connect: Connect, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, ca = https_fake(tmp_path / "pki")
+    try:
+        missing = tmp_path / "later" / "ca.pem"
+        cfg = tmp_path / "cfg"
+        cfg.mkdir()
+        (cfg / "config.toml").write_text(
+            f"[[mcp.servers]]\nname = 't'\ntransport = 'http'\nurl = '{server.url}'\n"
+            f"tls_ca_cert_path = '{missing}'\n{BUNDLE}"
+        )
+        snapshot = load_config(cfg, tmp_path / "data", {})  # loading never opens the file
+        config = snapshot.mcp.servers[0]
+        with caplog.at_level(logging.WARNING):
+            assert connect(config, options=OPTS).servers() == ()
+        assert f"could not open TLS CA certificate file {missing}" in caplog.text
+        missing.parent.mkdir()
+        missing.write_bytes(ca.read_bytes())  # the same configuration, a new session
+        session = connect(config, options=OPTS)
+        assert session.servers() == ("t",)
+        missing.unlink()  # the running session keeps the trust it was set up with
+        assert text_of(session.call_tool("t__echo", {"message": "still"})) == "Echo: still"
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert connect(config, options=OPTS).servers() == ()  # restarted: read again
+        assert f"could not open TLS CA certificate file {missing}" in caplog.text
+        caplog.clear()
+        plain = McpServerConfig(name="t", transport="http", url=server.url)  # removed
+        with caplog.at_level(logging.WARNING):
+            assert connect(plain, options=OPTS).servers() == ()
+        assert "connection error: SSLError" in caplog.text  # back to the default trust
+    finally:
+        server.close()
