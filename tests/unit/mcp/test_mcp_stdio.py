@@ -239,9 +239,14 @@ def test_a_stderr_flood_does_not_block_the_server(connect: Connect) -> None:
 @pytest.mark.req("MCP-STDIO-15", "MCP-STDIO-16", "MCP-ERR-28")
 def test_an_oversized_line_is_fatal_and_explained(connect: Connect) -> None:
     reg = connect(stdio_config(), options=McpOptions(stdio_max_message_bytes=5000))
+    child = _pid(reg)
     with pytest.raises(McpOutcomeUnknownError) as err:
         reg.call_tool("peer__oversized", {"bytes": 10_000})
     assert str(err.value).endswith("request was not replayed: message exceeded the 5000-byte limit")
+    assert reg.connection("peer").state is State.BROKEN
+    # [MCP-STDIO-16] the child that wrote the line is closed and reaped, not left running
+    # beside the one the next call starts (the fake exits at end of input).
+    wait_for(lambda: _gone(child), "the oversized writer to be reaped")
     assert reg.call_tool("peer__big", {"bytes": 4000})["content"]
 
 
