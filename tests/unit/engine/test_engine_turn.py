@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.internals import model_requests, request_messages
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import SequentialIds
@@ -22,7 +24,9 @@ from zeroclaw_ref.engine.events import (
     ToolCallStarted,
     ToolFinished,
     TurnEvent,
+    TurnOutcome,
 )
+from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.history import trim
 from zeroclaw_ref.engine.resolve import PathRequest, resolve
 from zeroclaw_ref.engine.turn import MAX_ITERATIONS_PROMPT, TurnEngine, truncate
@@ -63,8 +67,8 @@ class FakeApprover:
 def _setup(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    turns: list[JSONObject],
-    tools: list[FakeTool],
+    turns: Sequence[Mapping[str, object]],
+    tools: Sequence[FakeTool],
     profile: str = "",
     runtime: str = "",
 ) -> Path:
@@ -92,7 +96,7 @@ runtime_profile = "r"
 
 def _run(
     cfg: Path, approver: FakeApprover | None, path: str = "acp", message: str = "go"
-) -> tuple[object, list[TurnEvent], object]:
+) -> tuple[TurnOutcome, list[TurnEvent], ResolvedAgentExecution]:
     config = load_config(cfg, cfg / "data", {})
     request = (
         PathRequest("acp", approver=approver, session_workspace=cfg)
@@ -109,8 +113,8 @@ def _run(
 
 @pytest.mark.req("POL-APPROVE-12", "ACP-UPD-06")
 def test_a_model_supplied_approved_flag_is_overwritten_and_never_shown(
-    tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("shell")
     call = _call("shell", "c1", command="ls", approved=True)
     cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": [call]}, {"chunks": ["k"]}], [tool])
@@ -121,8 +125,8 @@ def test_a_model_supplied_approved_flag_is_overwritten_and_never_shown(
 
 @pytest.mark.req("POL-AUTO-06", "POL-AUTO-09", "POL-AUTO-05")
 def test_read_only_refuses_act_tools_after_approval_and_runs_read_tools(
-    tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     act, read = FakeTool("shell"), FakeTool("file_read", act=False)
     calls = [_call("shell", "c1"), _call("file_read", "c2")]
     cfg = _setup(
@@ -144,7 +148,9 @@ def _call(name: str, call_id: str, **arguments: JSON) -> JSONObject:
 
 
 @pytest.mark.req("POL-ENGINE-05", "ACP-UPD-09")
-def test_an_unknown_tool_is_reported_and_never_run(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_tool_is_reported_and_never_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = _setup(
         tmp_path, monkeypatch, [{"tool_calls": [_call("ghost", "c1")]}, {"chunks": ["ok"]}], []
     )
@@ -156,7 +162,9 @@ def test_an_unknown_tool_is_reported_and_never_run(tmp_path, monkeypatch) -> Non
 
 
 @pytest.mark.req("POL-ENGINE-04", "POL-RESOLVE-13")
-def test_an_excluded_tool_never_runs_even_when_called_directly(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_excluded_tool_never_runs_even_when_called_directly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("shell")
     cfg = _setup(
         tmp_path, monkeypatch,
@@ -164,7 +172,7 @@ def test_an_excluded_tool_never_runs_even_when_called_directly(tmp_path, monkeyp
         [tool], profile='level = "full"\nexcluded_tools = ["shell"]',
     )  # fmt: skip
     _, events, execution = _run(cfg, FakeApprover([]))
-    assert tool.calls == [] and "shell" not in execution.io.tools.names  # type: ignore[attr-defined]
+    assert tool.calls == [] and "shell" not in execution.io.tools.names
     assert events[1] == ToolFinished(
         "c1", " SHELL ", "Error: Tool not available in this turn:  SHELL ", False
     )
@@ -186,7 +194,9 @@ APPROVALS = [
 
 @pytest.mark.req("POL-APPROVE-10", "ACP-UPD-20", "POL-APPROVE-12")
 @pytest.mark.parametrize(("decision", "text", "runs"), APPROVALS)
-def test_each_operator_decision_has_its_effect(tmp_path, monkeypatch, decision, text, runs) -> None:  # type: ignore[no-untyped-def]
+def test_each_operator_decision_has_its_effect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decision: Decision, text: str, runs: bool
+) -> None:
     tool = FakeTool("shell")
     cfg = _setup(
         tmp_path,
@@ -200,15 +210,15 @@ def test_each_operator_decision_has_its_effect(tmp_path, monkeypatch, decision, 
     assert [e.output for e in events if isinstance(e, ToolFinished)] == [text]
     # [POL-APPROVE-12] the runtime owns `approved`: true once allowed to run
     assert tool.calls == ([({"command": "ls", "approved": True}, True)] if runs else [])
-    allow = execution.io.approval.session_allowlist  # type: ignore[attr-defined]
+    allow = execution.io.approval.session_allowlist
     assert allow == (("shell",) if decision is Decision.ALLOW_ALWAYS else ())
     assert isinstance(outcome, Completed)
 
 
 @pytest.mark.req("ACP-PERM-13")
 def test_a_cancel_while_asking_ends_the_turn_with_no_update_for_the_call(
-    tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("shell")
     cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": [_call("shell", "c1")]}], [tool])
     outcome, events, _ = _run(cfg, FakeApprover([Decision.CANCELLED]))
@@ -216,7 +226,9 @@ def test_a_cancel_while_asking_ends_the_turn_with_no_update_for_the_call(
 
 
 @pytest.mark.req("POL-APPROVE-17", "ACP-PERM-03")
-def test_every_approval_of_a_round_is_asked_before_any_call_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_every_approval_of_a_round_is_asked_before_any_call_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a, b = FakeTool("shell"), FakeTool("file_write")
     calls = [_call("shell", "c1"), _call("file_write", "c2")]
     cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": calls}, {"chunks": ["k"]}], [a, b])
@@ -230,19 +242,23 @@ def test_every_approval_of_a_round_is_asked_before_any_call_runs(tmp_path, monke
         ("ToolCallStarted", "c2"), ("ToolFinished", "c2"),
         ("ToolCallStarted", "c1"), ("ToolFinished", "c1"),
     ]  # fmt: skip
-    tool_messages = [m for m in outcome.messages if m["role"] == "tool"]  # type: ignore[attr-defined]
+    assert isinstance(outcome, Completed)
+    tool_messages = [m for m in outcome.messages if m["role"] == "tool"]
     assert [m["toolCallId"] for m in tool_messages] == ["c1", "c2"]  # history keeps call order
 
 
 @pytest.mark.req("POL-APPROVE-07")
-def test_without_an_operator_a_prompt_is_a_runtime_denial(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_an_operator_a_prompt_is_a_runtime_denial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("shell")
     cfg = _setup(
         tmp_path, monkeypatch, [{"tool_calls": [_call("shell", "c1")]}, {"chunks": ["k"]}], [tool]
     )
     _, events, _ = _run(cfg, None, path="cron")
     assert tool.calls == []
-    assert "This was not a user's decision." in events[1].output  # type: ignore[union-attr]
+    assert isinstance(events[1], ToolFinished)
+    assert "This was not a user's decision." in events[1].output
 
 
 AUDITS = [
@@ -256,8 +272,13 @@ AUDITS = [
 @pytest.mark.req("POL-APPROVE-18", "POL-APPROVE-16")
 @pytest.mark.parametrize(("decision", "path", "expected"), AUDITS)
 def test_every_approval_decision_is_one_audit_line_without_secrets(
-    tmp_path, monkeypatch, caplog, decision, path, expected
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    decision: Decision,
+    path: str,
+    expected: str,
+) -> None:
     tool = FakeTool("shell")
     call = _call("shell", "c1", command="ls", api_token="s3cr3t-value", approved=True)
     cfg = _setup(tmp_path, monkeypatch, [{"tool_calls": [call]}, {"chunks": ["k"]}], [tool])
@@ -272,7 +293,9 @@ def test_every_approval_decision_is_one_audit_line_without_secrets(
 
 
 @pytest.mark.req("POL-APPROVE-01", "POL-APPROVE-04")
-def test_auto_approved_tools_run_without_asking(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_auto_approved_tools_run_without_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("todo_write")
     cfg = _setup(
         tmp_path,
@@ -287,7 +310,9 @@ def test_auto_approved_tools_run_without_asking(tmp_path, monkeypatch) -> None: 
 
 
 @pytest.mark.req("POL-TOOL-03")
-def test_a_raising_tool_is_reported_not_fatal(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_raising_tool_is_reported_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("todo_write", raises=True)
     cfg = _setup(
         tmp_path,
@@ -296,26 +321,31 @@ def test_a_raising_tool_is_reported_not_fatal(tmp_path, monkeypatch) -> None:  #
         [tool],
     )
     outcome, events, _ = _run(cfg, FakeApprover([]))
-    assert events[1].output == "Error executing todo_write: boom"  # type: ignore[union-attr]
+    assert isinstance(events[1], ToolFinished)
+    assert events[1].output == "Error executing todo_write: boom"
     assert isinstance(outcome, Completed)
 
 
 @pytest.mark.req("POL-ENGINE-07")
-def test_after_the_iteration_limit_one_last_request_has_no_tools(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_after_the_iteration_limit_one_last_request_has_no_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = FakeTool("todo_write")
-    turns = [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": ["summary"]}]
+    turns: list[JSONObject] = [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": ["summary"]}]
     cfg = _setup(tmp_path, monkeypatch, turns, [tool], runtime="max_tool_iterations = 1")
     outcome, _, execution = _run(cfg, FakeApprover([]))
     assert isinstance(outcome, Completed) and outcome.text == "summary"
-    last = execution.model.provider.requests[-1]  # type: ignore[attr-defined]
-    assert last["tools"] == [] and last["messages"][-1] == {
+    last = model_requests(execution)[-1]
+    assert last["tools"] == [] and request_messages(last)[-1] == {
         "role": "user",
         "content": MAX_ITERATIONS_PROMPT,
     }
 
 
-def test_an_empty_answer_after_the_limit_fails_the_turn(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    turns = [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": []}]
+def test_an_empty_answer_after_the_limit_fails_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turns: list[JSONObject] = [{"tool_calls": [_call("todo_write", "c1")]}, {"chunks": []}]
     cfg = _setup(
         tmp_path, monkeypatch, turns, [FakeTool("todo_write")], runtime="max_tool_iterations = 1"
     )
@@ -324,20 +354,22 @@ def test_an_empty_answer_after_the_limit_fails_the_turn(tmp_path, monkeypatch) -
 
 
 @pytest.mark.req("ACP-PROMPT-31")
-def test_provider_failures_and_empty_completions(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_provider_failures_and_empty_completions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = _setup(tmp_path, monkeypatch, [{"error": "rate limited"}], [])
     outcome, _, _ = _run(cfg, FakeApprover([]))
     assert outcome == Failed(FailureKind.OTHER, "rate limited")
-    cfg2 = (
-        _setup(tmp_path / "x", monkeypatch, [{}], []) if (tmp_path / "x").mkdir() is None else None
-    )
-    assert cfg2 is not None
+    (tmp_path / "x").mkdir()
+    cfg2 = _setup(tmp_path / "x", monkeypatch, [{}], [])
     outcome, _, _ = _run(cfg2, FakeApprover([]))
     assert isinstance(outcome, Failed) and outcome.kind is FailureKind.INVALID_COMPLETION
 
 
 @pytest.mark.req("POL-ENGINE-02")
-def test_a_listing_execution_cannot_run_a_turn(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_listing_execution_cannot_run_a_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = _setup(tmp_path, monkeypatch, [], [])
     with pytest.raises(ValueError, match="listing executions cannot run turns"):
         _run(cfg, None, path="gateway-tools")
@@ -384,7 +416,9 @@ def test_history_is_trimmed_only_at_user_turn_boundaries() -> None:
 
 
 @pytest.mark.req("POL-ENGINE-09")
-def test_parallel_tools_still_asks_first_and_keeps_call_order(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_parallel_tools_still_asks_first_and_keeps_call_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log: list[str] = []
 
     class LoggingTool(FakeTool):
@@ -404,11 +438,12 @@ def test_parallel_tools_still_asks_first_and_keeps_call_order(tmp_path, monkeypa
         runtime="parallel_tools = true",
     )  # fmt: skip
     outcome, _, execution = _run(cfg, LoggingApprover([Decision.ALLOW_ONCE, Decision.ALLOW_ONCE]))
-    assert execution.knobs.parallel_tools  # type: ignore[attr-defined]
+    assert execution.knobs.parallel_tools
     assert log[:2] == ["ask shell", "ask file_write"] and sorted(log[2:]) == [
         "run file_write", "run shell", "run todo_write",
     ]  # fmt: skip
-    tool_messages = [m for m in outcome.messages if m["role"] == "tool"]  # type: ignore[attr-defined]
+    assert isinstance(outcome, Completed)
+    tool_messages = [m for m in outcome.messages if m["role"] == "tool"]
     assert [m["toolCallId"] for m in tool_messages] == ["c1", "c2", "c3"]
 
 
