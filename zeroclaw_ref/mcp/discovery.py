@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
-from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.mcp import errors
 from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
@@ -64,12 +64,12 @@ def fetch_page(
     params: JSONObject = {} if cursor is None else {"cursor": cursor}
     result = requester(method, params)
     if result is None and method == wire.METHOD_TOOLS_LIST:
-        raise e.McpProtocolError(server, f"tools/list returned no result from `{server}`")
+        raise errors.McpProtocolError(server, f"tools/list returned no result from `{server}`")
     items = result.get(key) if isinstance(result, dict) else None
     if not isinstance(result, dict) or not isinstance(items, list):
         if method == wire.METHOD_TOOLS_LIST:
-            raise e.McpProtocolError(server, f"failed to parse tools/list from `{server}`")
-        raise e.McpProtocolError(server, f"failed to parse {method} result")
+            raise errors.McpProtocolError(server, f"failed to parse tools/list from `{server}`")
+        raise errors.McpProtocolError(server, f"failed to parse {method} result")
     return Page(items, _next_cursor(server, method, result))
 
 

@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING
 from zeroclaw_ref import __version__
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps
 from zeroclaw_ref.mcp import era as eras
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import handlers as h
-from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.mcp import errors, handlers, modern
 from zeroclaw_ref.mcp.transport import Retry
 from zeroclaw_ref.wire import mcp as wire
 from zeroclaw_ref.wire.mcp import ModernErrorCode
@@ -47,7 +45,7 @@ def run(conn: Connection, deadline: float, init_t: float) -> None:
     """
     setting = conn.era_setting
     if setting == "modern" and not conn.transport.modern_capable:
-        raise e.McpConnectError(
+        raise errors.McpConnectError(
             conn.name,
             f"MCP server `{conn.name}`: era = modern needs the stdio or Streamable HTTP "
             "transport; the legacy HTTP+SSE transport has no stateless era",
@@ -74,8 +72,8 @@ def _cached_legacy(conn: Connection, deadline: float, init_t: float) -> None:
     answers with a modern refusal (it moved to the new era since)."""
     try:
         legacy(conn, deadline, init_t, detected=True)
-    except e.McpRpcError as exc:
-        if not m.is_modern_error(_error_of(exc), over_http=conn.transport.over_http):
+    except errors.McpRpcError as exc:
+        if not modern.is_modern_error(_error_of(exc), over_http=conn.transport.over_http):
             raise
         discover(conn, deadline, init_t, detected=True)
 
@@ -87,14 +85,14 @@ def _legacy_after_probe(conn: Connection, deadline: float, init_t: float) -> Non
     try:
         legacy(conn, deadline, init_t, detected=True)
         return
-    except e.McpRpcError as exc:
-        if m.is_modern_error(_error_of(exc), over_http=conn.transport.over_http):
+    except errors.McpRpcError as exc:
+        if modern.is_modern_error(_error_of(exc), over_http=conn.transport.over_http):
             discover(conn, deadline, init_t, detected=True)
             return
         if conn.transport.over_http or time.monotonic() >= deadline:
             raise
         why = "refused initialize after the era probe"
-    except (e.McpOutcomeUnknownError, e.McpConnectError):
+    except (errors.McpOutcomeUnknownError, errors.McpConnectError):
         # (a child that died of the probe fails `initialize` as outcome unknown, or as a
         # refused write when it was already gone)
         if conn.transport.over_http or time.monotonic() >= deadline:
@@ -105,7 +103,7 @@ def _legacy_after_probe(conn: Connection, deadline: float, init_t: float) -> Non
     legacy(conn, deadline, init_t, detected=True)
 
 
-def _error_of(exc: e.McpRpcError) -> JSONObject:
+def _error_of(exc: errors.McpRpcError) -> JSONObject:
     return {"code": exc.code, "message": exc.message, "data": exc.data}
 
 
@@ -120,56 +118,58 @@ def discover(
         McpError: a modern server that cannot be used, or (without `probe`) any failure.
     """
     transport = conn.transport
-    version = m.MODERN_VERSION
+    version = modern.MODERN_VERSION
     transport.set_era(True)
     wait_t = min(conn.options.probe_timeout_s, init_t) if probe else init_t
     for attempt in range(2):
         transport.set_protocol_version(version)
-        params = m.with_envelope({}, m.envelope(conn.name, conn.handlers, version))
+        params = modern.with_envelope({}, modern.envelope(conn.name, conn.handlers, version))
         limit = min(deadline, time.monotonic() + wait_t)
         try:
             result = conn.exchange(wire.METHOD_SERVER_DISCOVER, params, limit, wait_t, None, None)
-        except e.McpRpcError as exc:
+        except errors.McpRpcError as exc:
             error = _error_of(exc)
-            if not m.is_modern_error(error, over_http=transport.over_http):
+            if not modern.is_modern_error(error, over_http=transport.over_http):
                 if probe:
                     raise _Legacy(respawn=False) from exc
                 raise _not_modern(conn, f"error {exc.code}: {exc.message}") from exc
             if exc.code != ModernErrorCode.UNSUPPORTED_VERSION:
-                raise m.explain(
+                raise modern.explain(
                     conn.name, f"`{wire.METHOD_SERVER_DISCOVER}`", exc, version
                 ) from exc
-            offered = m.supported_versions(exc.data) or []
-            mutual = m.pick_version(offered)
+            offered = modern.supported_versions(exc.data) or []
+            mutual = modern.pick_version(offered)
             if mutual is not None and attempt == 0:
                 version = mutual  # [MCP-MOD-06] once, with a version both sides speak
                 continue
-            if probe and any(v in m.HANDSHAKE_VERSIONS for v in offered):
+            if probe and any(v in modern.HANDSHAKE_VERSIONS for v in offered):
                 raise _Legacy(respawn=False) from exc
-            raise m.explain(conn.name, f"`{wire.METHOD_SERVER_DISCOVER}`", exc, version) from exc
-        except e.McpTimeoutError as exc:
+            raise modern.explain(
+                conn.name, f"`{wire.METHOD_SERVER_DISCOVER}`", exc, version
+            ) from exc
+        except errors.McpTimeoutError as exc:
             if probe:
                 log.warning(
                     "MCP server `%s` did not answer `%s` within %ss; trying initialize",
-                    conn.name, wire.METHOD_SERVER_DISCOVER, e.seconds(wait_t),
+                    conn.name, wire.METHOD_SERVER_DISCOVER, errors.seconds(wait_t),
                 )  # fmt: skip
                 raise _Legacy(respawn=False) from exc
             raise _discover_timeout(conn, init_t) from exc
-        except (e.McpOutcomeUnknownError, Retry) as exc:
+        except (errors.McpOutcomeUnknownError, Retry) as exc:
             # a stdio child that died of the probe is a legacy verdict; an HTTP server that
             # cannot be reached is none (its connect fails as `initialize`'s would)
             unreachable = transport.over_http and isinstance(exc, Retry)
             if probe and time.monotonic() < deadline and not unreachable:
                 raise _Legacy(respawn=not transport.over_http) from exc
             raise exc.error if isinstance(exc, Retry) else exc from None
-        except e.McpError as exc:
-            if probe and not isinstance(exc, e.McpConnectError | e.McpClosedError):
+        except errors.McpError as exc:
+            if probe and not isinstance(exc, errors.McpConnectError | errors.McpClosedError):
                 # (a plain HTTP status, a body that is no JSON-RPC: no modern evidence; a
                 # connect, TLS or redirect failure is no verdict and fails the connect)
                 raise _Legacy(respawn=False) from exc
             raise
-        found = m.parse_discover(result)
-        speaks = m.pick_version(list(found.versions)) if found is not None else None
+        found = modern.parse_discover(result)
+        speaks = modern.pick_version(list(found.versions)) if found is not None else None
         if found is None or speaks is None:
             if probe:
                 raise _Legacy(respawn=False)
@@ -180,18 +180,18 @@ def discover(
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
-def _not_modern(conn: Connection, why: str) -> e.McpConnectError:
-    return e.McpConnectError(
+def _not_modern(conn: Connection, why: str) -> errors.McpConnectError:
+    return errors.McpConnectError(
         conn.name,
-        f"MCP server `{conn.name}` does not speak the {m.MODERN_VERSION} protocol required by "
+        f"MCP server `{conn.name}` does not speak the {modern.MODERN_VERSION} protocol required by "
         f"era = modern: {why}",
     )
 
 
-def _discover_timeout(conn: Connection, init_t: float) -> e.McpTimeoutError:
-    return e.McpTimeoutError(
+def _discover_timeout(conn: Connection, init_t: float) -> errors.McpTimeoutError:
+    return errors.McpTimeoutError(
         conn.name,
-        f"MCP server `{conn.name}` timed out after {e.seconds(init_t)}s waiting for "
+        f"MCP server `{conn.name}` timed out after {errors.seconds(init_t)}s waiting for "
         f"{wire.METHOD_SERVER_DISCOVER} response",
     )
 
@@ -202,22 +202,22 @@ def legacy(conn: Connection, deadline: float, init_t: float, *, detected: bool) 
     transport.set_era(False)
     transport.set_protocol_version(None)
     params: JSONObject = {
-        "protocolVersion": m.HANDSHAKE_VERSIONS[0],
-        "capabilities": h.capabilities(conn.handlers),
+        "protocolVersion": modern.HANDSHAKE_VERSIONS[0],
+        "capabilities": handlers.capabilities(conn.handlers),
         "clientInfo": {"name": "zeroclaw_ref", "version": __version__},
     }
     try:
         result = conn.exchange(wire.METHOD_INITIALIZE, params, deadline, init_t, None, None)
     except Retry as retry:
         raise retry.error from retry
-    except e.McpTimeoutError as exc:
-        raise e.McpTimeoutError(
+    except errors.McpTimeoutError as exc:
+        raise errors.McpTimeoutError(
             conn.name,
-            f"MCP server `{conn.name}` timed out after {e.seconds(init_t)}s waiting for "
+            f"MCP server `{conn.name}` timed out after {errors.seconds(init_t)}s waiting for "
             "initialize response",
         ) from exc
-    except e.McpRpcError as exc:
-        raise e.McpRpcError(
+    except errors.McpRpcError as exc:
+        raise errors.McpRpcError(
             conn.name,
             f"MCP server `{conn.name}` rejected initialize: error {exc.code}: {exc.message}",
             exc.code,
@@ -225,21 +225,21 @@ def legacy(conn: Connection, deadline: float, init_t: float, *, detected: bool) 
             exc.data,
         ) from exc
     if not isinstance(result, dict):
-        raise e.McpProtocolError(
+        raise errors.McpProtocolError(
             conn.name, f"MCP server `{conn.name}` returned an invalid initialize result"
         )
     version = result.get("protocolVersion")
-    if version not in m.HANDSHAKE_VERSIONS or not isinstance(version, str):
-        raise e.McpProtocolError(
+    if version not in modern.HANDSHAKE_VERSIONS or not isinstance(version, str):
+        raise errors.McpProtocolError(
             conn.name,
             f"MCP server `{conn.name}` answered initialize with unsupported protocolVersion "
-            f"{dumps(version)}; supported: {', '.join(m.HANDSHAKE_VERSIONS)}",
+            f"{dumps(version)}; supported: {', '.join(modern.HANDSHAKE_VERSIONS)}",
         )
     conn.adopt_legacy(result, version, detected)
     transport.set_protocol_version(version)
     try:
         transport.send_message({"jsonrpc": "2.0", "method": wire.NOTIFY_INITIALIZED, "params": {}})
-    except (e.McpError, OSError) as exc:
+    except (errors.McpError, OSError) as exc:
         # [MCP-INIT-10] a lost `initialized` is logged and otherwise ignored
         log.warning(
             "MCP server `%s`: could not send %s: %s", conn.name, wire.NOTIFY_INITIALIZED, exc

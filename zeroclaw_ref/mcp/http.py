@@ -26,9 +26,7 @@ from urllib3.exceptions import ConnectTimeoutError, HTTPError, MaxRetryError, Ne
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import httpbody as hb
-from zeroclaw_ref.mcp import mcpheaders, tls
+from zeroclaw_ref.mcp import errors, httpbody, mcpheaders, tls
 from zeroclaw_ref.mcp.httpstream import GetListener, ListenStream, read_post_stream
 from zeroclaw_ref.mcp.options import McpOptions
 from zeroclaw_ref.mcp.transport import Outcome, PreWriteFailure, Router, Transport
@@ -86,7 +84,7 @@ class _CaAdapter(HTTPAdapter):
         return super().proxy_manager_for(proxy, **kwargs)
 
 
-class RequestsBody(hb.Body):
+class RequestsBody(httpbody.Body):
     """A `requests` streamed response seen through `httpbody.Body`."""
 
     def __init__(self, resp: requests.Response) -> None:
@@ -100,16 +98,16 @@ class RequestsBody(hb.Body):
         raw = self.resp.raw
         try:
             if raw.chunked and raw.supports_chunked_reads():
-                yield from raw.read_chunked(hb.CHUNK, decode_content=False)
+                yield from raw.read_chunked(httpbody.CHUNK, decode_content=False)
                 return
             # [MCP-HTTP-23] a body framed by Content-Length or by the connection closing is
             # read with read1, which returns what has arrived: urllib3's read(n) would hold an
             # event stream's events back until n bytes or the end had come.
             read1 = getattr(raw, "read1", None)  # urllib3 1.x, which requests allows, has none
             if read1 is None:
-                yield from raw.stream(hb.CHUNK, decode_content=False)
+                yield from raw.stream(httpbody.CHUNK, decode_content=False)
                 return
-            while data := read1(hb.CHUNK, decode_content=False):
+            while data := read1(httpbody.CHUNK, decode_content=False):
                 yield data
         except HTTPError as exc:  # urllib3's, not an OSError: keep its name for the cause text
             raise StreamError(type(exc).__name__) from exc
@@ -154,7 +152,7 @@ class Exchange:
 
     request_id: int
     aborted: threading.Event = field(default_factory=threading.Event)
-    body: hb.Body | None = None
+    body: httpbody.Body | None = None
 
     def abort(self) -> None:
         self.aborted.set()
@@ -176,7 +174,7 @@ def make_session(server: str, ca_path: str | None) -> _Session:
     return session
 
 
-def _drain(body: hb.Body) -> None:
+def _drain(body: httpbody.Body) -> None:
     """[MCP-HTTP-01] read out (never parse, MCP-HTTP-12) a small fixed-length body, so that
     closing it hands its connection back to the pool instead of dropping it.
 
@@ -214,7 +212,7 @@ class HttpTransport(Transport):
         self.url = config.url or ""
         self.options = options
         self.router = router
-        self.limit = hb.response_limit(config.max_response_bytes)
+        self.limit = httpbody.response_limit(config.max_response_bytes)
         self._configured = {str(k): str(v) for k, v in config.headers.items()}
         self._ca_path = config.tls_ca_cert_path
         self._session: _Session | None = None
@@ -278,7 +276,7 @@ class HttpTransport(Transport):
     def set_tool_headers(self, maps: Mapping[str, mcpheaders.HeaderMap]) -> None:
         self._tool_headers = dict(maps)
 
-    def capture_session(self, body: hb.Body) -> None:
+    def capture_session(self, body: httpbody.Body) -> None:
         """[MCP-HTTP-09] [MCP-HTTP-10] take a session id from any 2xx response (never in the
         modern era, which has no sessions: MCP-MOD-17)."""
         if not 200 <= body.status < 300 or self.modern:
@@ -295,7 +293,7 @@ class HttpTransport(Transport):
 
     def open(self, generation: int, deadline: float) -> None:
         if self._ca_path is not None and urlsplit(self.url).scheme != "https":
-            raise e.McpConnectError(self.name, tls.PLAINTEXT_URL)  # [MCP-TLS-11]
+            raise errors.McpConnectError(self.name, tls.PLAINTEXT_URL)  # [MCP-TLS-11]
         if self._session is None:
             self._session = self._new_session()
             self._get_session = self._new_session()  # [MCP-HTTP-35]
@@ -365,7 +363,7 @@ class HttpTransport(Transport):
         """
         session = self._get_session if stream_session else self._session
         if session is None:
-            raise e.closed(self.name)
+            raise errors.closed(self.name)
         connect = max(0.001, min(CONNECT_CAP_S, timeout))
         headers = self.headers(post=True, version=version, routing=self.routing(message))
         resp = session.post(
@@ -381,18 +379,18 @@ class HttpTransport(Transport):
         """GET the endpoint as an event stream (standalone or resumption)."""
         session = self._get_session
         if session is None:
-            raise e.closed(self.name)
+            raise errors.closed(self.name)
         headers = self.headers(post=False, sse_only=True)
         if last_id is not None:
             headers[wire.HEADER_LAST_EVENT_ID] = last_id
         resp = session.get(self.url, headers=headers, stream=True, timeout=timeout)
         return RequestsBody(resp)
 
-    def stale(self, body: hb.Body, sent_session: bool) -> bool:
+    def stale(self, body: httpbody.Body, sent_session: bool) -> bool:
         """[MCP-HTTP-37] [MCP-HTTP-38]"""
         if not sent_session:
             return False
-        return body.status in (404, 410) or (body.status == 400 and hb.stale_400(body))
+        return body.status in (404, 410) or (body.status == 400 and httpbody.stale_400(body))
 
     def send_request(
         self, message: JSONObject, request_id: int, slot: Slot[Outcome], deadline: float, op: str
@@ -424,12 +422,12 @@ class HttpTransport(Transport):
     ) -> None:
         try:
             outcome = self._run_exchange(message, exchange, slot, deadline, op, generation)
-        except e.McpError as err:
+        except errors.McpError as err:
             outcome = err
         except (OSError, ValueError) as exc:
             # [MCP-HTTP-30] name the urllib3 class a `StreamError` wraps, not the wrapper
             cause = getattr(exc, "name", None) if isinstance(exc, StreamError) else None
-            outcome = e.outcome_unknown(
+            outcome = errors.outcome_unknown(
                 self.name, op, f"connection error: {cause or type(exc).__name__}"
             )
         finally:
@@ -458,17 +456,17 @@ class HttpTransport(Transport):
         try:
             body = self.post(message, remaining, version=not is_init)
         except PlaintextRedirect as exc:
-            return e.McpConnectError(self.name, str(exc))
+            return errors.McpConnectError(self.name, str(exc))
         except requests.exceptions.TooManyRedirects:
-            return e.McpConnectError(self.name, "too many redirects")  # [MCP-TLS-14]
+            return errors.McpConnectError(self.name, "too many redirects")  # [MCP-TLS-14]
         except requests.exceptions.SSLError as exc:
             # [MCP-TLS-15] a verification failure is never retried
-            return e.McpConnectError(self.name, f"connection error: {type(exc).__name__}")
+            return errors.McpConnectError(self.name, f"connection error: {type(exc).__name__}")
         except requests.exceptions.ConnectionError as exc:
             cause = f"connection error: {type(exc).__name__}"
             if pre_write(exc):
-                return PreWriteFailure(e.unreachable(self.name, type(exc).__name__, self.url))
-            return e.outcome_unknown(self.name, op, cause)
+                return PreWriteFailure(errors.unreachable(self.name, type(exc).__name__, self.url))
+            return errors.outcome_unknown(self.name, op, cause)
         except requests.exceptions.Timeout:
             return None
         exchange.body = body
@@ -479,23 +477,23 @@ class HttpTransport(Transport):
             # [MCP-HTTP-39] drop the session, no DELETE, fail without replay
             self.session_id = None
             self.router.mark_broken(generation, lossy=True)
-            return e.outcome_unknown(self.name, op, f"session expired (HTTP {body.status})")
+            return errors.outcome_unknown(self.name, op, f"session expired (HTTP {body.status})")
         if not 200 <= body.status < 300:
             if self.modern and 400 <= body.status < 500:
-                refusal = hb.jsonrpc_refusal(body, exchange.request_id)  # [MCP-MOD-02]
+                refusal = httpbody.jsonrpc_refusal(body, exchange.request_id)  # [MCP-MOD-02]
                 if refusal is not None:
                     return refusal
                 _drain(body)  # a legacy server's refusal of the probe: keep the connection
-            return e.http_status(self.name, body.status)  # [MCP-HTTP-41]
+            return errors.http_status(self.name, body.status)  # [MCP-HTTP-41]
         request_id = exchange.request_id
-        if hb.is_sse(body.content_type):
+        if httpbody.is_sse(body.content_type):
             return read_post_stream(self, body, exchange, slot, deadline, op, generation)
-        data = hb.read_capped(self.name, body, self.limit)
+        data = httpbody.read_capped(self.name, body, self.limit)
         if not data.strip():
             if self.get_stream_open:
                 return None  # [MCP-HTTP-18] the answer may come on the GET stream
-            return e.McpProtocolError(self.name, e.NO_RESPONSE)  # [MCP-HTTP-17]
-        if not hb.is_json(body.content_type) and hb.looks_like_sse(data):
+            return errors.McpProtocolError(self.name, errors.NO_RESPONSE)  # [MCP-HTTP-17]
+        if not httpbody.is_json(body.content_type) and httpbody.looks_like_sse(data):
             return read_post_stream(self, body, exchange, slot, deadline, op, generation, data)
         return self._route_json(data, request_id, slot, generation)
 
@@ -503,16 +501,16 @@ class HttpTransport(Transport):
         self, data: bytes, request_id: int, slot: Slot[Outcome], generation: int
     ) -> Outcome | None:
         """[MCP-HTTP-13] [MCP-HTTP-14] route every message; the reply completes the request."""
-        value = hb.parse_json_body(self.name, data)
+        value = httpbody.parse_json_body(self.name, data)
         if isinstance(value, dict) and "method" not in value and "id" in value:
             rid = value.get("id")
             if type(rid) is not int or rid != request_id:
-                return e.McpProtocolError(
+                return errors.McpProtocolError(
                     self.name,
                     f"MCP response id mismatch: expected {request_id}, received {dumps(rid)}",
                 )
         self.router.route(value, generation)
-        return None if slot.filled else e.McpProtocolError(self.name, e.NO_RESPONSE)
+        return None if slot.filled else errors.McpProtocolError(self.name, errors.NO_RESPONSE)
 
     def send_message(self, message: JSONObject) -> None:
         """[MCP-HTTP-12] [MCP-HTTP-42] [MCP-HTTP-44] any 2xx counts; the body is not parsed."""
@@ -527,7 +525,7 @@ class HttpTransport(Transport):
                 self.router.mark_broken(generation, lossy=False)
                 return
             if not 200 <= body.status < 300:
-                raise e.http_status(self.name, body.status)
+                raise errors.http_status(self.name, body.status)
         finally:
             _drain(body)  # [MCP-HTTP-01] keep the keep-alive connection for the next POST
             body.close()

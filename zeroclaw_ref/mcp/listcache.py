@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
-from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.mcp import modern
 from zeroclaw_ref.wire import mcp as wire
 
 MAX_TTL_MS: Final = 24 * 60 * 60 * 1000  # Design: a longer hint is clamped to one day
@@ -59,7 +59,7 @@ class ListCache:
 
     def get(self, method: str, params: JSONObject | None) -> JSON:
         """A fresh copy of the cached result, or None."""
-        if method not in m.CACHEABLE:
+        if method not in modern.CACHEABLE:
             return None
         entry = (self._scope, method, _params_key(params))
         now = self._clock()
@@ -74,9 +74,9 @@ class ListCache:
 
     def put(self, method: str, params: JSONObject | None, result: JSON) -> None:
         """Keep `result` when its hints allow it (complete, positive TTL, known scope)."""
-        if method not in m.CACHEABLE or not isinstance(result, dict):
+        if method not in modern.CACHEABLE or not isinstance(result, dict):
             return
-        if m.result_kind("", method, result) != m.COMPLETE:
+        if modern.result_kind("", method, result) != modern.COMPLETE:
             return
         ttl, scope = _ttl_s(result), result.get("cacheScope")
         if ttl is None or scope not in ("private", "public"):

@@ -15,8 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.mcp import errors, modern
 from zeroclaw_ref.mcp.transport import PreWriteError
 from zeroclaw_ref.wire import mcp as wire
 
@@ -48,7 +47,7 @@ def request(conn: Connection, request_id: int) -> JSONObject | None:
     notifications = wanted(conn.server_capabilities)
     if not notifications:
         return None
-    params = m.with_envelope({"notifications": notifications}, conn.envelope())
+    params = modern.with_envelope({"notifications": notifications}, conn.envelope())
     return {
         "jsonrpc": "2.0",
         "id": request_id,
@@ -69,7 +68,7 @@ def start(conn: Connection, deadline: float) -> int | None:
     except PreWriteError as exc:
         log.debug("MCP server `%s`: listen not sent: %s", conn.name, exc)
         return None
-    except (e.McpError, OSError, ValueError) as exc:
+    except (errors.McpError, OSError, ValueError) as exc:
         log.debug("MCP server `%s`: listen failed: %s", conn.name, exc)
         return None
     if not opened:
@@ -88,6 +87,6 @@ def stop(conn: Connection, request_id: int) -> None:
         }
         try:
             conn.transport.send_message(note)
-        except (e.McpError, OSError, PreWriteError) as exc:
+        except (errors.McpError, OSError, PreWriteError) as exc:
             log.debug("MCP server `%s`: listen cancellation not sent: %s", conn.name, exc)
     conn.transport.close_listen()

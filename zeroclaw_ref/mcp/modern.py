@@ -14,8 +14,8 @@ from typing import Final
 
 from zeroclaw_ref import __version__
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import handlers as h
+from zeroclaw_ref.mcp import errors
+from zeroclaw_ref.mcp import handlers as client_handlers
 from zeroclaw_ref.wire import mcp as wire
 from zeroclaw_ref.wire.mcp import ModernErrorCode
 
@@ -74,12 +74,12 @@ def log_level(server: str) -> str | None:
     return "error" if logger.isEnabledFor(logging.ERROR) else None
 
 
-def envelope(server: str, handlers: h.ClientHandlers, version: str) -> JSONObject:
+def envelope(server: str, handlers: client_handlers.ClientHandlers, version: str) -> JSONObject:
     """[MCP-MOD-05] the `_meta` members every modern request carries."""
     meta: JSONObject = {
         wire.META_VERSION: version,
         # [MCP-INIT-03] only the capabilities an installed handler backs
-        wire.META_CAPABILITIES: h.capabilities(handlers),
+        wire.META_CAPABILITIES: client_handlers.capabilities(handlers),
         wire.META_CLIENT_INFO: {"name": "zeroclaw_ref", "version": __version__},
     }
     level = log_level(server)
@@ -110,7 +110,7 @@ def result_kind(server: str, method: str, result: JSON) -> str:
     if kind in (COMPLETE, INPUT_REQUIRED):
         assert isinstance(kind, str)
         return kind
-    raise e.McpProtocolError(
+    raise errors.McpProtocolError(
         server,
         f"MCP server `{server}` answered `{method}` with an unknown resultType {dumps(kind)}",
     )
@@ -148,7 +148,7 @@ def is_modern_error(error: JSON, *, over_http: bool) -> bool:
     )
 
 
-def explain(server: str, op: str, err: e.McpRpcError, version: str) -> e.McpRpcError:
+def explain(server: str, op: str, err: errors.McpRpcError, version: str) -> errors.McpRpcError:
     """[MCP-MOD-06] a modern refusal turned into a text that names what went wrong; other
     errors are returned unchanged (MCP-RPC-08)."""
     detail = f"(error {err.code}: {err.message})"
@@ -166,7 +166,7 @@ def explain(server: str, op: str, err: e.McpRpcError, version: str) -> e.McpRpcE
     else:
         return err
     text = f"MCP server `{server}` refused {op}: {why} {detail}"
-    return e.McpRpcError(server, text, err.code, err.message, err.data)
+    return errors.McpRpcError(server, text, err.code, err.message, err.data)
 
 
 @dataclass(frozen=True, slots=True)

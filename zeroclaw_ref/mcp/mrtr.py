@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import handlers as h
-from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.mcp import errors, handlers, modern
 from zeroclaw_ref.wire.mcp import ModernErrorCode
 
 if TYPE_CHECKING:
@@ -48,9 +46,9 @@ def request(
     Raises:
         McpError: with the §16 text, or the modern texts of `modern.explain`.
     """
-    if method in m.LEGACY_ONLY:  # [MCP-MOD-10]
-        raise e.McpProtocolError(
-            conn.name, f"`{method}` does not exist in the {m.MODERN_VERSION} protocol"
+    if method in modern.LEGACY_ONLY:  # [MCP-MOD-10]
+        raise errors.McpProtocolError(
+            conn.name, f"`{method}` does not exist in the {modern.MODERN_VERSION} protocol"
         )
     hit = conn.cache.get(method, params)
     if hit is not None:
@@ -60,11 +58,11 @@ def request(
     pause = FIRST_PAUSE_S
     current = params
     while True:
-        sent = m.with_envelope(current, conn.envelope())
+        sent = modern.with_envelope(current, conn.envelope())
         try:
             result = conn.send(method, sent, deadline, timeout, op, cancel)
-        except e.McpRpcError as exc:
-            chosen = m.pick_version(m.supported_versions(exc.data))
+        except errors.McpRpcError as exc:
+            chosen = modern.pick_version(modern.supported_versions(exc.data))
             if (
                 exc.code == ModernErrorCode.UNSUPPORTED_VERSION
                 and chosen is not None
@@ -73,34 +71,34 @@ def request(
                 version_retried = True  # [MCP-MOD-06] once, with a version we both speak
                 conn.use_version(chosen)
                 continue
-            explained = m.explain(conn.name, op, exc, conn.modern_version)
+            explained = modern.explain(conn.name, op, exc, conn.modern_version)
             if explained is exc:
                 raise
             raise explained from exc
-        except (e.McpTimeoutError, e.McpCancelledError) as exc:
+        except (errors.McpTimeoutError, errors.McpCancelledError) as exc:
             if rounds == 0:
                 raise
             raise _during(conn, exc, timeout, op) from exc
-        if m.result_kind(conn.name, method, result) == m.COMPLETE:
+        if modern.result_kind(conn.name, method, result) == modern.COMPLETE:
             if rounds == 0 and not version_retried:
                 conn.cache.put(method, params, result)
             return result
         assert isinstance(result, dict)
-        if method not in m.MRTR_METHODS:
-            raise e.McpProtocolError(
+        if method not in modern.MRTR_METHODS:
+            raise errors.McpProtocolError(
                 conn.name, f"MCP server `{conn.name}` asked for input during {op}, which cannot "
                 "carry input responses",
             )  # fmt: skip
         rounds += 1
         if rounds > MAX_INPUT_ROUNDS:
-            raise e.McpProtocolError(
+            raise errors.McpProtocolError(
                 conn.name,
                 f"MCP server `{conn.name}` still asked for input after {MAX_INPUT_ROUNDS} rounds "
                 f"of {op}; giving up",
             )
         asked, state = result.get("inputRequests"), result.get("requestState")
         if not _well_formed(asked, state):
-            raise e.McpProtocolError(
+            raise errors.McpProtocolError(
                 conn.name, f"MCP server `{conn.name}` sent a malformed input_required result "
                 f"during {op}",
             )  # fmt: skip
@@ -124,12 +122,12 @@ def _well_formed(asked: JSON, state: JSON) -> bool:
     return bool(asked) or state is not None
 
 
-def _during(conn: Connection, exc: e.McpError, timeout: float, op: str) -> e.McpError:
+def _during(conn: Connection, exc: errors.McpError, timeout: float, op: str) -> errors.McpError:
     """After a first round was written, a later round that never left still leaves the
     request's outcome unknown: report the "during" texts, not "before writing"."""
-    if isinstance(exc, e.McpCancelledError):
-        return e.cancelled_during(conn.name, op)
-    return e.timed_out_during(conn.name, timeout, op)
+    if isinstance(exc, errors.McpCancelledError):
+        return errors.cancelled_during(conn.name, op)
+    return errors.timed_out_during(conn.name, timeout, op)
 
 
 def _pause(
@@ -143,9 +141,9 @@ def _pause(
     wait = min(seconds, max(0.0, deadline - time.monotonic()))
     fired = cancel.wait(wait) if cancel is not None else threading.Event().wait(wait)
     if fired:
-        raise e.cancelled_during(conn.name, op)
+        raise errors.cancelled_during(conn.name, op)
     if time.monotonic() >= deadline:
-        raise e.timed_out_during(conn.name, timeout, op)
+        raise errors.timed_out_during(conn.name, timeout, op)
 
 
 def answer_inputs(
@@ -163,11 +161,11 @@ def answer_inputs(
         McpProtocolError: an input this client cannot give (no handler installed, a handler
             that raised) or a malformed input request; McpTimeoutError, McpCancelledError.
     """
-    futures: dict[str, tuple[str, Future[h.Reply]]] = {}
+    futures: dict[str, tuple[str, Future[handlers.Reply]]] = {}
     for key, item in asked.items():
         method = item.get("method") if isinstance(item, dict) else None
         if not isinstance(item, dict) or not isinstance(method, str):
-            raise e.McpProtocolError(
+            raise errors.McpProtocolError(
                 conn.name, f"MCP server `{conn.name}` sent a malformed input request during {op}"
             )
         raw = item.get("params")
@@ -180,10 +178,10 @@ def answer_inputs(
     try:
         while not all(f.done() for _m, f in futures.values()):
             if cancel is not None and cancel.is_set():
-                raise e.cancelled_during(conn.name, op)
+                raise errors.cancelled_during(conn.name, op)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise e.timed_out_during(conn.name, timeout, op)
+                raise errors.timed_out_during(conn.name, timeout, op)
             done.wait(remaining)
             done.clear()
     finally:
@@ -193,7 +191,7 @@ def answer_inputs(
     for key, (method, future) in futures.items():
         reply = future.result()
         if reply.result is None:
-            raise e.McpProtocolError(
+            raise errors.McpProtocolError(
                 conn.name,
                 f"MCP server `{conn.name}` asked for `{method}` input during {op}, which this "
                 f"client cannot give (error {reply.code}: {reply.message})",

@@ -19,7 +19,7 @@ from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.scrub import clean_output
-from zeroclaw_ref.mcp import errors as e
+from zeroclaw_ref.mcp import errors
 from zeroclaw_ref.mcp.connection import Connection
 from zeroclaw_ref.mcp.discovery import McpTool, list_all
 from zeroclaw_ref.mcp.handlers import ClientHandlers
@@ -59,7 +59,7 @@ def _connect(
     try:
         connection = Connection(config, transport_factory(config, options), handlers, options)
         connection.connect()
-    except e.McpError as exc:
+    except errors.McpError as exc:
         # [MCP-LIFE-04] [MCP-ERR-02]
         log.warning("Failed to connect to MCP server `%s`: %s", config.name, exc)
         return clean_output(scrub(f"Failed to connect to MCP server `{config.name}`: {exc}"))
@@ -75,7 +75,7 @@ def _split(value: str) -> tuple[str, str]:
     """[MCP-NAME-04] split at the first `__`."""
     server, sep, rest = value.partition(SEPARATOR)
     if not sep:
-        raise e.McpError("", f"missing server prefix in `{value}`")
+        raise errors.McpError("", f"missing server prefix in `{value}`")
     return server, rest
 
 
@@ -172,9 +172,9 @@ class McpRegistry:
         """
         connection = self._by_name.get(server)
         if connection is None:
-            raise e.McpError(server, f"unknown MCP server `{server}`")
+            raise errors.McpError(server, f"unknown MCP server `{server}`")
         if self._closed:
-            raise e.closed(server)
+            raise errors.closed(server)
         return connection
 
     def supports(self, server: str, capability: str) -> bool:
@@ -215,11 +215,11 @@ class McpRegistry:
         with self._lock:
             tool = self._index.get(prefixed_name)
         if tool is None:
-            raise e.McpError("", f"unknown MCP tool `{prefixed_name}`")
+            raise errors.McpError("", f"unknown MCP tool `{prefixed_name}`")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise e.McpProtocolError(tool.server, "MCP tool arguments must be a JSON object")
+            raise errors.McpProtocolError(tool.server, "MCP tool arguments must be a JSON object")
         forwarded = {k: v for k, v in arguments.items() if k != "approved"}  # [MCP-RESULT-05]
         connection = self.connection(tool.server)
         timeout = self.options.tool_timeout(connection.config.tool_timeout_secs)
@@ -228,7 +228,7 @@ class McpRegistry:
             wire.METHOD_TOOLS_CALL, params, timeout, tool=tool.name, cancel=cancel
         )
         if not isinstance(result, dict):
-            raise e.McpProtocolError(tool.server, "failed to parse tools/call result")
+            raise errors.McpProtocolError(tool.server, "failed to parse tools/call result")
         if result.get("isError") is True:
             raise _tool_error(tool.server, tool.name, result)
         return result
@@ -236,7 +236,7 @@ class McpRegistry:
     def _capable(self, server: str, capability: str) -> Connection:
         connection = self.connection(server)
         if not connection.supports(capability):
-            raise e.McpError(server, f"MCP server `{server}` does not support {capability}")
+            raise errors.McpError(server, f"MCP server `{server}` does not support {capability}")
         return connection
 
     def _list(self, capability: str, method: str, server: str | None, cursor: str | None) -> JSON:
@@ -247,7 +247,7 @@ class McpRegistry:
             params: JSONObject = {} if cursor is None else {"cursor": cursor}
             return connection.request(method, params, timeout)
         if cursor is not None:
-            raise e.McpError(
+            raise errors.McpError(
                 "",
                 "`cursor` requires a `server` (pagination is per-server); omit `cursor` for an "
                 "all-server list",
@@ -264,7 +264,7 @@ class McpRegistry:
                     capability,
                     self.options.max_list_pages,
                 )
-            except e.McpError as exc:
+            except errors.McpError as exc:
                 log.debug("skipping %s of `%s`: %s", method, connection.name, exc)
                 continue
             collected.extend(_prefixed(connection.name, item, capability) for item in items)
@@ -315,7 +315,7 @@ class McpRegistry:
                 try:
                     connection.tools = connection.list_tools()
                     changed = True
-                except e.McpError as exc:
+                except errors.McpError as exc:
                     connection.tools_stale = False
                     log.warning("MCP server `%s`: tool refresh failed: %s", connection.name, exc)
             if changed:
@@ -333,7 +333,7 @@ def _prefixed(server: str, item: JSON, capability: str) -> JSON:
     return {k: (f"{server}{SEPARATOR}{value}" if k == key else v) for k, v in item.items()}
 
 
-def _tool_error(server: str, tool: str, result: JSONObject) -> e.McpToolError:
+def _tool_error(server: str, tool: str, result: JSONObject) -> errors.McpToolError:
     """[MCP-RESULT-01] the string `text` fields of `content`, joined and scrubbed."""
     content = result.get("content")
     texts = [
@@ -345,4 +345,4 @@ def _tool_error(server: str, tool: str, result: JSONObject) -> e.McpToolError:
     detail = scrub(detail) if detail else "(no error detail returned by server)"
     text = f"MCP `{tool}` (server `{server}`) returned isError: {detail}"
     log.warning("%s", text)
-    return e.McpToolError(server, text, result)
+    return errors.McpToolError(server, text, result)

@@ -24,9 +24,7 @@ import sseclient
 from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import Slot
 from zeroclaw_ref.core.jsontypes import JSONObject, dumps, loads
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import httpbody as hb
-from zeroclaw_ref.mcp import tls
+from zeroclaw_ref.mcp import errors, httpbody, tls
 from zeroclaw_ref.mcp.http import HttpTransport, RequestsBody, make_session, pre_write
 from zeroclaw_ref.mcp.mcpheaders import HeaderMap
 from zeroclaw_ref.mcp.options import McpOptions
@@ -104,12 +102,12 @@ class SseTransport(Transport):
         self.url = config.url or ""
         self.options = options
         self.router = router
-        self.limit = hb.response_limit(config.max_response_bytes)
+        self.limit = httpbody.response_limit(config.max_response_bytes)
         self._configured = {str(k): str(v) for k, v in config.headers.items()}
         self._session: requests.Session | None = None
         self._stream: RequestsBody | None = None
         self._endpoint: str | None = None
-        self._endpoint_error: e.McpError | None = None
+        self._endpoint_error: errors.McpError | None = None
         self._endpoint_ready = threading.Event()
         self._closing = threading.Event()
         self._reader: threading.Thread | None = None
@@ -141,7 +139,7 @@ class SseTransport(Transport):
             self._delegate.open(generation, deadline)
             return
         if self.config.tls_ca_cert_path is not None and urlsplit(self.url).scheme != "https":
-            raise e.McpConnectError(self.name, tls.PLAINTEXT_URL)  # [MCP-TLS-11]
+            raise errors.McpConnectError(self.name, tls.PLAINTEXT_URL)  # [MCP-TLS-11]
         if self._session is None:
             self._session = make_session(self.name, self.config.tls_ca_cert_path)
         self._generation = generation
@@ -155,13 +153,17 @@ class SseTransport(Transport):
             )
         except requests.exceptions.ConnectionError as exc:
             if pre_write(exc):
-                raise e.unreachable(self.name, type(exc).__name__, self.url) from exc
-            raise e.McpConnectError(self.name, f"connection error: {type(exc).__name__}") from exc
+                raise errors.unreachable(self.name, type(exc).__name__, self.url) from exc
+            raise errors.McpConnectError(
+                self.name, f"connection error: {type(exc).__name__}"
+            ) from exc
         except (OSError, ValueError) as exc:
-            raise e.McpConnectError(self.name, f"connection error: {type(exc).__name__}") from exc
+            raise errors.McpConnectError(
+                self.name, f"connection error: {type(exc).__name__}"
+            ) from exc
         body = RequestsBody(resp)
         ok = 200 <= body.status < 300
-        if body.status in (404, 405) or (ok and not hb.is_sse(body.content_type)):
+        if body.status in (404, 405) or (ok and not httpbody.is_sse(body.content_type)):
             body.close()
             log.warning("MCP server `%s` refused the SSE stream; using Streamable HTTP", self.name)
             self._delegate = HttpTransport(self.config, self.options, self.router)
@@ -169,7 +171,7 @@ class SseTransport(Transport):
             return
         if not ok:
             body.close()
-            raise e.http_status(self.name, body.status)  # [MCP-SSE-04]
+            raise errors.http_status(self.name, body.status)  # [MCP-SSE-04]
         body.clear_timeout()
         self._stream = body
         self._reader = threading.Thread(
@@ -181,15 +183,15 @@ class SseTransport(Transport):
     def _await_endpoint(self, wait_s: float) -> None:
         """[MCP-SSE-09] the first endpoint event, or a failed connect."""
         if not self._endpoint_ready.wait(wait_s):
-            raise e.McpConnectError(
+            raise errors.McpConnectError(
                 self.name,
                 f"MCP server `{self.name}` sent no endpoint event within "
-                f"{e.seconds(self.options.init_timeout_s)}s",
+                f"{errors.seconds(self.options.init_timeout_s)}s",
             )
         if self._endpoint_error is not None:
             raise self._endpoint_error
         if self._endpoint is None:
-            raise e.McpConnectError(self.name, e.CAUSE_SSE_CLOSED)
+            raise errors.McpConnectError(self.name, errors.CAUSE_SSE_CLOSED)
 
     # --- the event stream -------------------------------------------------------------------
 
@@ -211,7 +213,7 @@ class SseTransport(Transport):
                 body.close()
             self._endpoint_ready.set()
         if not self._closing.is_set():
-            self.router.transport_failed(generation, e.CAUSE_SSE_CLOSED)
+            self.router.transport_failed(generation, errors.CAUSE_SSE_CLOSED)
 
     def _on_event(self, kind: str, data: str, body: RequestsBody, generation: int) -> None:
         if kind.lower() in ENDPOINT_TYPES:
@@ -236,15 +238,15 @@ class SseTransport(Transport):
                 target = str(value["endpoint"])
         if not target.startswith(("http://", "https://")):
             target = urljoin(stream_url, target)
-        error: e.McpError | None = None
+        error: errors.McpError | None = None
         scheme, host, port = origin(target)
         if self.config.tls_ca_cert_path is not None and scheme != "https":
             # [MCP-SSE-07] checked first: with a CA the stream URL is https, so a plaintext
             # endpoint would otherwise always be reported as another origin (MCP-SSE-06)
-            error = e.McpConnectError(self.name, PLAINTEXT_ENDPOINT)
+            error = errors.McpConnectError(self.name, PLAINTEXT_ENDPOINT)
         elif (scheme, host, port) != origin(self.url):
             shown = f"{scheme}://{host}" + (f":{port}" if urlsplit(target).port else "")
-            error = e.McpConnectError(
+            error = errors.McpConnectError(
                 self.name,
                 f"MCP server `{self.name}` advertised an SSE message endpoint on a different "
                 f"origin ({shown}); refusing to send requests there",
@@ -263,7 +265,7 @@ class SseTransport(Transport):
     def _post(self, message: JSONObject, timeout: float) -> RequestsBody:
         session, endpoint = self._session, self._endpoint
         if session is None or endpoint is None:
-            raise PreWriteError(e.McpConnectError(self.name, e.CAUSE_SSE_CLOSED))
+            raise PreWriteError(errors.McpConnectError(self.name, errors.CAUSE_SSE_CLOSED))
         resp = session.post(
             endpoint,
             data=dumps(message).encode("utf-8"),
@@ -293,23 +295,25 @@ class SseTransport(Transport):
                 return  # the call's own deadline passed first: its wait reports it
             self.router.mark_broken(self._generation, lossy=True)
             slot.offer(
-                e.McpOutcomeUnknownError(
+                errors.McpOutcomeUnknownError(
                     self.name,
                     f"MCP server `{self.name}` did not acknowledge the POST to its SSE message "
-                    f"endpoint within {e.seconds(POST_ACK_S)}s during {op}; outcome unknown and "
-                    "request was not replayed",
+                    f"endpoint within {errors.seconds(POST_ACK_S)}s during {op}; outcome unknown "
+                    "and request was not replayed",
                 )
             )
             return
         except requests.exceptions.ConnectionError as exc:
             cause = f"connection error: {type(exc).__name__}"
             if pre_write(exc):
-                raise PreWriteError(e.McpConnectError(self.name, cause)) from exc
+                raise PreWriteError(errors.McpConnectError(self.name, cause)) from exc
             self.router.mark_broken(self._generation, lossy=True)
-            slot.offer(e.outcome_unknown(self.name, op, cause))
+            slot.offer(errors.outcome_unknown(self.name, op, cause))
             return
         except (OSError, ValueError) as exc:
-            slot.offer(e.outcome_unknown(self.name, op, f"connection error: {type(exc).__name__}"))
+            slot.offer(
+                errors.outcome_unknown(self.name, op, f"connection error: {type(exc).__name__}")
+            )
             return
         try:
             self._after_post(body, slot, op)
@@ -321,14 +325,16 @@ class SseTransport(Transport):
         """[MCP-SSE-12] [MCP-SSE-13] the answer in the body, or later on the stream."""
         if body.status in (404, 410):
             self.router.mark_broken(self._generation, lossy=True)
-            slot.offer(e.outcome_unknown(self.name, op, f"session expired (HTTP {body.status})"))
+            slot.offer(
+                errors.outcome_unknown(self.name, op, f"session expired (HTTP {body.status})")
+            )
             return
         if not 200 <= body.status < 300:
-            slot.offer(e.http_status(self.name, body.status))
+            slot.offer(errors.http_status(self.name, body.status))
             return
         try:
-            data = hb.read_capped(self.name, body, self.limit)
-        except e.McpError as err:
+            data = httpbody.read_capped(self.name, body, self.limit)
+        except errors.McpError as err:
             slot.offer(err)
             return
         except (OSError, ValueError):
@@ -336,7 +342,7 @@ class SseTransport(Transport):
         if not data.strip():
             return
         with contextlib.suppress(ValueError):
-            if hb.is_sse(body.content_type) or hb.looks_like_sse(data):
+            if httpbody.is_sse(body.content_type) or httpbody.looks_like_sse(data):
                 for event in sseclient.SSEClient(iter([data])).events():
                     self._on_event(
                         event.event or "message", event.data or "", body, self._generation
@@ -355,7 +361,7 @@ class SseTransport(Transport):
             raise exc.error from exc
         try:
             if not 200 <= body.status < 300:
-                raise e.http_status(self.name, body.status)
+                raise errors.http_status(self.name, body.status)
         finally:
             body.close()
 

@@ -382,14 +382,14 @@ def test_a_request_queued_behind_a_stale_session_goes_to_the_new_session(
 def test_invalid_utf8_and_invalid_session_ids(
     connect: Connect, fake: FakeMcpHttp, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from zeroclaw_ref.mcp import httpbody as hb
+    from zeroclaw_ref.mcp import httpbody
 
     with pytest.raises(McpProtocolError, match=r"^MCP response body was not valid UTF-8$"):
-        hb.parse_json_body("h", b"\xff\xfe")
+        httpbody.parse_json_body("h", b"\xff\xfe")
     reg = connect(http_config(fake), options=OPTS)
     transport = reg.connection("h")._transport  # type: ignore[attr-defined]
 
-    class _B(hb.Body):
+    class _B(httpbody.Body):
         status, content_type, content_length = 200, "", None
 
         def chunks(self) -> Iterator[bytes]:

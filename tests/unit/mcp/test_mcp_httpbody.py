@@ -15,8 +15,7 @@ from tests.conftest import wait_for
 from tests.helpers.fake_mcp_http import FakeMcpHttp
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
-from zeroclaw_ref.mcp import McpOptions, McpSizeLimitError, format_result_for_model
-from zeroclaw_ref.mcp import httpbody as hb
+from zeroclaw_ref.mcp import McpOptions, McpSizeLimitError, format_result_for_model, httpbody
 from zeroclaw_ref.mcp.lifecycle import State
 
 HTTP_OPTS = McpOptions(init_timeout_s=5, list_timeout_s=5, default_tool_timeout_s=5)
@@ -83,7 +82,7 @@ def test_an_sse_reply_is_returned_before_the_stream_ends(
     assert "limit" not in caplog.text
 
 
-class _Body(hb.Body):
+class _Body(httpbody.Body):
     status, content_type, content_length = 400, "text/plain", None
 
     def __init__(self, parts: list[bytes]) -> None:
@@ -106,8 +105,8 @@ class _Body(hb.Body):
 @pytest.mark.req("MCP-SIZE-10", "MCP-HTTP-38")
 def test_a_diagnostic_body_is_read_only_up_to_4096_bytes() -> None:
     words = b" session not found"
-    assert hb.stale_400(_Body([b"Bad Request:" + words]))
+    assert httpbody.stale_400(_Body([b"Bad Request:" + words]))
     late = _Body([b"x" * 4096, words])
-    assert not hb.stale_400(late) and late.read == 1  # the second chunk is never pulled
-    assert not hb.stale_400(_Body([b"y" * 5000 + words]))  # beyond 4096 in one chunk
-    assert hb.stale_400(_Body([b"z" * (4096 - len(words)) + words]))  # ends at exactly 4096
+    assert not httpbody.stale_400(late) and late.read == 1  # the second chunk is never pulled
+    assert not httpbody.stale_400(_Body([b"y" * 5000 + words]))  # beyond 4096 in one chunk
+    assert httpbody.stale_400(_Body([b"z" * (4096 - len(words)) + words]))  # ends at exactly 4096

@@ -12,9 +12,9 @@ from zeroclaw_ref.mcp import (
     McpError,
     McpOptions,
     accept_with_defaults,
+    errors,
+    handlers,
 )
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import handlers as h
 from zeroclaw_ref.mcp.discovery import list_all, parse_tools
 from zeroclaw_ref.mcp.lifecycle import TRANSITIONS, Event, LifecycleError, State, next_state
 from zeroclaw_ref.mcp.scrubber import scrub, scrub_secrets
@@ -42,43 +42,43 @@ def test_tool_timeout_defaults_to_180_and_is_capped_at_600() -> None:
 
 @pytest.mark.req("MCP-API-05", "MCP-ERR-01", "MCP-TIME-07")
 def test_error_texts_are_exact() -> None:
-    op = e.op_text("tools/call", "crash")
+    op = errors.op_text("tools/call", "crash")
     assert op == "tool call `crash`"
-    assert e.op_text("resources/read") == "`resources/read`"
-    assert str(e.closed("s")) == "MCP server `s` is closed"
-    assert str(e.timed_out_before("s", 0.5, op)) == (
+    assert errors.op_text("resources/read") == "`resources/read`"
+    assert str(errors.closed("s")) == "MCP server `s` is closed"
+    assert str(errors.timed_out_before("s", 0.5, op)) == (
         "MCP server `s` timed out after 0.5s before writing tool call `crash`"
     )
-    assert str(e.timed_out_during("s", 180, "`prompts/get`")) == (
+    assert str(errors.timed_out_during("s", 180, "`prompts/get`")) == (
         "MCP server `s` timed out after 180s during `prompts/get`; outcome unknown and request "
         "was not replayed"
     )
-    assert str(e.outcome_unknown("s", op, "SSE stream closed")) == (
+    assert str(errors.outcome_unknown("s", op, "SSE stream closed")) == (
         "MCP server `s` failed during tool call `crash`; outcome unknown and request was not "
         "replayed: SSE stream closed"
     )
-    assert str(e.unavailable("s")) == (
+    assert str(errors.unavailable("s")) == (
         "MCP server `s` is unavailable: a prior request's outcome became unknown and recovery "
         "failed; not writing on an unrecovered session"
     )
-    assert str(e.cancelled_before("s", op)) == (
+    assert str(errors.cancelled_before("s", op)) == (
         "MCP server `s` call cancelled before writing tool call `crash`"
     )
-    assert str(e.cancelled_during("s", op)) == (
+    assert str(errors.cancelled_during("s", op)) == (
         "MCP server `s` call cancelled during tool call `crash`; outcome unknown and request "
         "was not replayed"
     )
-    assert str(e.http_status("s", 503)) == "MCP server returned HTTP 503"
-    err = e.closed("srv")
+    assert str(errors.http_status("s", 503)) == "MCP server returned HTTP 503"
+    err = errors.closed("srv")
     assert isinstance(err, McpError) and err.server == "srv"
 
 
 @pytest.mark.req("MCP-RPC-08", "MCP-CTX-08")
 def test_rpc_error_texts_keep_the_message_unmodified() -> None:
-    err = e.rpc_error("s", "tools/call", "t", {"code": -32602, "message": "bad ?x=1 sk-abc"})
+    err = errors.rpc_error("s", "tools/call", "t", {"code": -32602, "message": "bad ?x=1 sk-abc"})
     assert str(err) == "MCP tool `t` error -32602: bad ?x=1 sk-abc"
     assert (err.code, err.message, err.data) == (-32602, "bad ?x=1 sk-abc", None)
-    other = e.rpc_error("s", "prompts/get", None, {"code": 1, "message": "m", "data": [1]})
+    other = errors.rpc_error("s", "prompts/get", None, {"code": 1, "message": "m", "data": [1]})
     assert str(other) == "MCP `prompts/get` error 1: m" and other.data == [1]
 
 
@@ -98,23 +98,25 @@ def test_lifecycle_moves_only_through_the_table() -> None:
 
 @pytest.mark.req("MCP-INIT-03", "MCP-INIT-04", "MCP-S2C-04")
 def test_capabilities_follow_the_installed_handlers() -> None:
-    assert h.capabilities(ClientHandlers()) == {}
+    assert handlers.capabilities(ClientHandlers()) == {}
     full = ClientHandlers(roots=list, sampling=dict, elicitation=dict)
-    assert h.capabilities(full) == {"roots": {}, "sampling": {}, "elicitation": {}}
+    assert handlers.capabilities(full) == {"roots": {}, "sampling": {}, "elicitation": {}}
     url = ClientHandlers(elicitation=dict, elicitation_url_mode=True)
-    assert h.capabilities(url) == {"elicitation": {"form": {}, "url": {}}}
+    assert handlers.capabilities(url) == {"elicitation": {"form": {}, "url": {}}}
 
 
 @pytest.mark.req("MCP-S2C-01", "MCP-S2C-03", "MCP-S2C-05", "MCP-S2C-07")
 def test_server_requests_are_answered_by_the_table(caplog: pytest.LogCaptureFixture) -> None:
     none = ClientHandlers()
-    assert h.answer_request("s", none, "ping", {}).result == {}
-    assert h.answer_request("s", none, "roots/list", {}).code == -32601
-    assert h.answer_request("s", none, "sampling/createMessage", {}).code == -32601
-    assert h.answer_request("s", none, "elicitation/create", {}).result == {"action": "decline"}
-    url = h.answer_request("s", none, "elicitation/create", {"mode": "url"})
+    assert handlers.answer_request("s", none, "ping", {}).result == {}
+    assert handlers.answer_request("s", none, "roots/list", {}).code == -32601
+    assert handlers.answer_request("s", none, "sampling/createMessage", {}).code == -32601
+    assert handlers.answer_request("s", none, "elicitation/create", {}).result == {
+        "action": "decline"
+    }
+    url = handlers.answer_request("s", none, "elicitation/create", {"mode": "url"})
     assert (url.code, url.message) == (-32602, "Invalid params")
-    unknown = h.answer_request("s", none, "x/y", {})
+    unknown = handlers.answer_request("s", none, "x/y", {})
     assert unknown.to_message(0) == {
         "jsonrpc": "2.0",
         "id": 0,
@@ -125,11 +127,13 @@ def test_server_requests_are_answered_by_the_table(caplog: pytest.LogCaptureFixt
         raise RuntimeError("no")
 
     with caplog.at_level(logging.WARNING):
-        bad = h.answer_request("s", ClientHandlers(sampling=boom), "sampling/createMessage", {})
+        bad = handlers.answer_request(
+            "s", ClientHandlers(sampling=boom), "sampling/createMessage", {}
+        )
     assert (bad.code, bad.message) == (-32603, "Internal error")
     assert "sampling/createMessage" in caplog.text
     roots = ClientHandlers(roots=lambda: [{"uri": "file:///w", "name": "w"}])
-    assert h.answer_request("s", roots, "roots/list", {}).result == {
+    assert handlers.answer_request("s", roots, "roots/list", {}).result == {
         "roots": [{"uri": "file:///w", "name": "w"}]
     }
 
