@@ -55,7 +55,9 @@ def test_the_installed_wheel_lists_and_runs_the_corpus_from_an_unrelated_directo
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     where = _run(
-        [python, "-c", "import zeroclaw_ref.conformance as c; print(c.__file__)"], elsewhere, env
+        [python, "-c", "from zeroclaw_ref import conformance; print(conformance.__file__)"],
+        elsewhere,
+        env,
     )
     assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # not the checkout
     oracle = [python, "-m", "zeroclaw_ref.conformance"]
