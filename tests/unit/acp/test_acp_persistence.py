@@ -17,6 +17,7 @@ from freezegun import freeze_time
 
 from tests.conftest import wait_for
 from tests.helpers.acp_client import AcpProcess
+from tests.helpers.json_at import at, text_at
 from zeroclaw_ref.acp.server import AcpServer
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.clock import SystemClock
@@ -54,10 +55,10 @@ def test_a_kill_during_a_turn_leaves_only_complete_turns(tmp_path: Path) -> None
     again.request(1, "session/load", {"sessionId": sid})
     updates: list[dict[str, object]] = []
     assert again.response(1, updates)["result"] == {}
-    texts = [u["params"]["update"]["content"]["text"] for u in updates]  # type: ignore[index]
+    texts = [at(u, "params", "update", "content", "text") for u in updates]
     assert texts == ["first", "Echo: first"]
     result, _ = _prompt(again, sid, 2, "recall:")
-    assert result["result"]["content"] == "Previous: first"  # type: ignore[index]
+    assert at(result, "result", "content") == "Previous: first"
     assert again.close_input() == 0
 
 
@@ -69,7 +70,7 @@ def test_two_sessions_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     for i in range(20):
         agent.request(100 + i, "session/prompt", {"sessionId": a, "prompt": f"a{i}"})
         agent.request(200 + i, "session/prompt", {"sessionId": b, "prompt": f"b{i}"})
-        results = {}
+        results: dict[object, dict[str, object]] = {}
         while len(results) < 2:
             message = agent.recv("both results")
             if "result" in message:
@@ -106,7 +107,7 @@ def test_an_unusable_store_leaves_the_server_in_memory_and_the_file_untouched(
     assert caps["loadSession"] is False and "sessionCapabilities" not in caps
     sid = _new_session(agent, 2)
     result, _ = _prompt(agent, sid, 3, "hi")
-    assert result["result"]["stopReason"] == "end_turn"  # type: ignore[index]
+    assert at(result, "result", "stopReason") == "end_turn"
     agent.request(4, "session/load", {"sessionId": sid})
     assert agent.response(4)["error"] == {"code": -32000, "message": f"Session not found: {sid}"}
     assert agent.close_input() == 0
@@ -148,7 +149,7 @@ def _call(
 def test_a_locked_store_fails_the_write_boundedly_and_the_turn_still_ends(tmp_path: Path) -> None:
     store = SessionStore.open(tmp_path / "data", busy_timeout_ms=50)
     server, out = _server(tmp_path, store)
-    sid = _call(server, out, 1, "session/new", {})["result"]["sessionId"]  # type: ignore[index]
+    sid = text_at(_call(server, out, 1, "session/new", {}), "result", "sessionId")
     locker = subprocess.Popen(
         [
             sys.executable,
@@ -164,7 +165,7 @@ def test_a_locked_store_fails_the_write_boundedly_and_the_turn_still_ends(tmp_pa
     assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
     try:
         result = _call(server, out, 2, "session/prompt", {"sessionId": sid, "prompt": "hi"})
-        assert result["result"]["stopReason"] == "end_turn"  # type: ignore[index]
+        assert at(result, "result", "stopReason") == "end_turn"
     finally:
         assert locker.stdin is not None
         locker.stdin.close()
@@ -172,8 +173,9 @@ def test_a_locked_store_fails_the_write_boundedly_and_the_turn_still_ends(tmp_pa
     stored = store.load(sid)
     assert stored is not None and stored.turns == []  # rolled back whole; nothing half-written
     result = _call(server, out, 3, "session/prompt", {"sessionId": sid, "prompt": "again"})
-    assert result["result"]["content"] == "Echo: again"  # type: ignore[index]
-    assert len(store.load(sid).turns) == 1  # type: ignore[union-attr]
+    assert at(result, "result", "content") == "Echo: again"
+    stored = store.load(sid)
+    assert stored is not None and len(stored.turns) == 1
     server.shutdown(5)
     store.close()
 
@@ -183,8 +185,8 @@ def test_idle_sessions_are_reaped_silently_and_stay_restorable(tmp_path: Path) -
     store = SessionStore.open(tmp_path / "data")
     with freeze_time("2026-01-01T00:00:00Z") as frozen:
         server, out = _server(tmp_path, store, {"ZEROCLAW_acp__session_timeout_secs": "60"})
-        busy = _call(server, out, 1, "session/new", {})["result"]["sessionId"]  # type: ignore[index]
-        idle = _call(server, out, 2, "session/new", {})["result"]["sessionId"]  # type: ignore[index]
+        busy = text_at(_call(server, out, 1, "session/new", {}), "result", "sessionId")
+        idle = text_at(_call(server, out, 2, "session/new", {}), "result", "sessionId")
         frozen.tick(timedelta(seconds=30))
         _call(server, out, 3, "session/update", {"sessionId": busy, "type": "ping"})
         frozen.tick(timedelta(seconds=31))
@@ -192,7 +194,7 @@ def test_idle_sessions_are_reaped_silently_and_stay_restorable(tmp_path: Path) -
         assert server.reap_idle() == [idle]
         assert len(out) == before  # silent
         missing = _call(server, out, 4, "session/prompt", {"sessionId": idle, "prompt": "x"})
-        assert missing["error"]["code"] == -32000  # type: ignore[index]
+        assert at(missing, "error", "code") == -32000
         wait_for(lambda: idle not in server._draining, "the reaped worker to end")
         restored = _call(server, out, 5, "session/resume", {"sessionId": idle})
         assert restored["result"] == {}
@@ -229,8 +231,8 @@ def test_history_trimming_is_reported_after_a_turn_and_before_a_restore(tmp_path
     seen: list[dict[str, object]] = []
     again.response(1, seen)
     assert seen[0]["method"] == "_zeroclaw/history_trimmed"
-    assert seen[0]["params"]["droppedMessages"] == 2  # type: ignore[index]
-    replayed = [m["params"]["update"]["content"]["text"] for m in seen[1:]]  # type: ignore[index]
+    assert at(seen, 0, "params", "droppedMessages") == 2
+    replayed = [at(m, "params", "update", "content", "text") for m in seen[1:]]
     assert replayed == ["one", "Echo: one", "two", "Echo: two"]  # every stored turn is replayed
     assert again.close_input() == 0
 
@@ -251,9 +253,9 @@ def test_a_failed_turn_is_neither_stored_nor_replayed(tmp_path: Path) -> None:
     agent = AcpProcess(cfg)
     sid = _new_session(agent)
     done, _ = _prompt(agent, sid, 2, "first")
-    assert done["result"]["stopReason"] == "end_turn"  # type: ignore[index]
+    assert at(done, "result", "stopReason") == "end_turn"
     failed, _ = _prompt(agent, sid, 3, "second")
-    assert failed["error"]["code"] == -32603  # type: ignore[index]
+    assert at(failed, "error", "code") == -32603
     assert agent.close_input() == 0
     db = sqlite3.connect(store_path(cfg / "data"))
     stored = db.execute("SELECT turn_index, updates_json FROM acp_turns").fetchall()
@@ -264,6 +266,6 @@ def test_a_failed_turn_is_neither_stored_nor_replayed(tmp_path: Path) -> None:
     again.request(1, "session/load", {"sessionId": sid})
     updates: list[dict[str, object]] = []
     assert again.response(1, updates)["result"] == {}
-    texts = [u["params"]["update"]["content"]["text"] for u in updates]  # type: ignore[index]
+    texts = [at(u, "params", "update", "content", "text") for u in updates]
     assert texts == ["first", "First done."]
     assert again.close_input() == 0

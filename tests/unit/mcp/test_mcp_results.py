@@ -6,18 +6,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.json_at import at
 from tests.unit.mcp.conftest import Connect, stdio_config
 from zeroclaw_ref.acp.intake import render_prompt
-from zeroclaw_ref.core.jsontypes import JSONObject
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps, loads
 from zeroclaw_ref.mcp import format_result_for_model
 from zeroclaw_ref.mcp import results as results_module
 from zeroclaw_ref.mcp.results import estimate
-from zeroclaw_ref.tools.uploads import Materialised
+from zeroclaw_ref.tools.uploads import Materialised, materialise
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -26,9 +28,12 @@ PNG64 = base64.b64encode(PNG).decode()
 PDF64 = base64.b64encode(b"%PDF-1.7 hello").decode()
 
 
-def _out(result: JSONObject, ws: Path | None) -> tuple[Any, list[dict[str, str]]]:
-    """The model's view of `result` decoded (`Any`: tests index into it freely)."""
-    text, attachments = format_result_for_model(result, ws)
+def _out(result: Mapping[str, object], ws: Path | None) -> tuple[Any, list[dict[str, str]]]:
+    """The model's view of `result` decoded (`Any`: tests index into it freely). `result` goes
+    through the project's codec first, so the client is handed checked JSON, as from a wire."""
+    wire = loads(dumps(result))
+    assert isinstance(wire, dict)
+    text, attachments = format_result_for_model(wire, ws)
     value = json.loads(text)
     assert isinstance(value, dict)
     return value, attachments
@@ -111,9 +116,9 @@ def test_estimated_sizes() -> None:
 @pytest.mark.req("MCP-RESULT-13", "MCP-RESULT-15", "MCP-ERR-76")
 def test_more_than_64_items_are_all_marked(tmp_path: Path) -> None:
     items = [{"type": "image", "data": PNG64, "mimeType": "image/png"} for _ in range(65)]
-    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, tmp_path)
     marker = "[attachment unavailable: too many embedded blobs in one result]"
-    assert all(i == {"type": "text", "text": marker} for i in out["content"])  # type: ignore[union-attr]
+    assert all(i == {"type": "text", "text": marker} for i in out["content"])
     assert attachments == [] and not (tmp_path / "uploads").exists()
 
 
@@ -124,18 +129,17 @@ def test_the_aggregate_budget_is_checked_before_decoding(tmp_path: Path) -> None
         {"type": "resource", "resource": {"uri": "a.bin", "blob": half}},
         {"type": "resource", "resource": {"uri": "b.bin", "blob": half}},
     ]
-    out, _ = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    out, _ = _out({"content": items}, tmp_path)
     marker = "[attachment unavailable: aggregate blob size exceeds limit]"
-    assert [i["resource"]["materialized"] for i in out["content"]] == [marker, marker]  # type: ignore[index]
+    assert [i["resource"]["materialized"] for i in out["content"]] == [marker, marker]
     assert not (tmp_path / "uploads").exists()
     # a total exactly at the limit passes the budget
     edge = "A" * (4 * 1_747_627 - 1) + "="
     assert estimate(edge) * 2 == 10_485_760
     items = [{"type": "resource", "resource": {"uri": "a.bin", "blob": edge}} for _ in range(2)]
-    out, _ = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    out, _ = _out({"content": items}, tmp_path)
     assert all(
-        i["resource"]["materialized"].startswith("[Document: a.bin] ")  # type: ignore[index]
-        for i in out["content"]  # type: ignore[union-attr]
+        i["resource"]["materialized"].startswith("[Document: a.bin] ") for i in out["content"]
     )
 
 
@@ -149,8 +153,8 @@ def test_bad_items_get_markers_without_affecting_siblings(tmp_path: Path) -> Non
         {"type": "image", "data": "***", "mimeType": "image/png"},
         {"type": "image", "data": PNG64, "mimeType": "application/x-unknown"},
     ]
-    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
-    texts = [i["text"] for i in out["content"]]  # type: ignore[index]
+    out, attachments = _out({"content": items}, tmp_path)
+    texts = [i["text"] for i in out["content"]]
     assert texts[0] == "[attachment unavailable: malformed image item]"
     assert texts[1] == (
         "[attachment unavailable: unsupported image media type: no PNG/JPEG/WebP/GIF identified]"
@@ -166,18 +170,18 @@ def test_without_a_workspace_nothing_is_written() -> None:
         {"type": "image", "data": PNG64, "mimeType": "image/png"},
         {"type": "resource", "resource": {"uri": "x.pdf", "blob": PDF64}},
     ]
-    out, attachments = _out({"content": items}, None)  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, None)
     marker = "[attachment unavailable: no session workspace]"
-    assert out["content"][0] == {"type": "text", "text": marker}  # type: ignore[index]
-    assert out["content"][1]["resource"]["materialized"] == marker  # type: ignore[index]
+    assert out["content"][0] == {"type": "text", "text": marker}
+    assert out["content"][1]["resource"]["materialized"] == marker
     assert attachments == []
 
 
 @pytest.mark.req("MCP-RESULT-16", "MCP-RESULT-19", "MCP-RESULT-29")
 def test_an_image_resource_blob_is_a_plain_path_and_an_attachment(tmp_path: Path) -> None:
     items = [{"type": "resource", "resource": {"uri": "file:///pics/a.png", "blob": PNG64}}]
-    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
-    path = out["content"][0]["resource"]["materialized"]  # type: ignore[index]
+    out, attachments = _out({"content": items}, tmp_path)
+    path = out["content"][0]["resource"]["materialized"]
     assert attachments == [{"path": path, "mime_type": "image/png"}]
     assert Path(path).read_bytes() == PNG
 
@@ -187,8 +191,8 @@ def test_a_symlinked_uploads_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "uploads").symlink_to(tmp_path / "elsewhere")
     items = [{"type": "resource", "resource": {"uri": "x.pdf", "blob": PDF64}}]
-    out, _ = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
-    assert out["content"][0]["resource"]["materialized"] == (  # type: ignore[index]
+    out, _ = _out({"content": items}, tmp_path)
+    assert out["content"][0]["resource"]["materialized"] == (
         "[attachment unavailable: uploads path is a symlink; refusing to materialize blob]"
     )
 
@@ -234,13 +238,13 @@ def test_only_materialisable_items_count_towards_the_item_limit(tmp_path: Path) 
         {"type": "audio", "data": PNG64, "mimeType": "audio/wav"},
         {"type": "resource", "resource": {"uri": "file:///t.txt", "text": "plain"}},
     ]
-    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, tmp_path)
     texts = [item.get("text") for item in out["content"][:66]]
     assert TOO_MANY not in texts and len(attachments) == 64
     assert texts[64] == texts[65] == MALFORMED
     # one resource blob more makes 65: every counted item is marked, nothing is decoded
     items.append(_blob("!!!! not base64 !!!!"))
-    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, tmp_path)
     assert [item["text"] for item in out["content"][:64]] == [TOO_MANY] * 64
     assert out["content"][-1]["resource"]["materialized"] == TOO_MANY  # never decoded
     assert [item["text"] for item in out["content"][64:66]] == [MALFORMED, MALFORMED]
@@ -251,12 +255,12 @@ def test_only_materialisable_items_count_towards_the_item_limit(tmp_path: Path) 
 @pytest.mark.req("MCP-RESULT-11", "MCP-RESULT-14")
 def test_image_and_blob_sizes_are_summed_but_audio_is_not(tmp_path: Path) -> None:
     six_mib = "A" * (4 * 2 * 1024 * 1024)  # 8 MiB of base64: an estimated 6 MiB
-    out, _ = _out({"content": [_image(six_mib), _blob(six_mib)]}, tmp_path)  # type: ignore[dict-item]
+    out, _ = _out({"content": [_image(six_mib), _blob(six_mib)]}, tmp_path)
     assert out["content"][0]["text"] == TOO_LARGE
     assert out["content"][1]["resource"]["materialized"] == TOO_LARGE
     assert not (tmp_path / "uploads").exists()
     huge_audio = {"type": "audio", "data": "A" * (4 * 4 * 1024 * 1024), "mimeType": "audio/wav"}
-    out, _ = _out({"content": [_blob(six_mib), huge_audio]}, tmp_path)  # type: ignore[dict-item]
+    out, _ = _out({"content": [_blob(six_mib), huge_audio]}, tmp_path)
     assert out["content"][0]["resource"]["materialized"].startswith("[Document: a.bin] ")
 
 
@@ -268,7 +272,7 @@ def test_the_extension_and_display_name_follow_the_chosen_image_type(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     names: list[str] = []
-    real = results_module.materialise
+    real = materialise  # what results.py calls
 
     def spy(workspace: Path, data: bytes, name: str, mime: str) -> Materialised:
         names.append(name)
@@ -281,7 +285,7 @@ def test_the_extension_and_display_name_follow_the_chosen_image_type(
         _image(base64.b64encode(GIF).decode(), "application/x-unknown"),  # sniffed
         _image(base64.b64encode(GIF).decode(), "image/png"),  # the declared type wins
     ]
-    out, attachments = _out({"content": items}, tmp_path)  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, tmp_path)
     assert names == ["upload.jpg", "upload.webp", "upload.gif", "upload.png"]
     paths = [item["text"] for item in out["content"]]
     assert [Path(p).suffix for p in paths] == [".jpg", ".webp", ".gif", ".png"]
@@ -293,7 +297,7 @@ def test_the_extension_and_display_name_follow_the_chosen_image_type(
 
 @pytest.mark.req("MCP-RESULT-28")
 def test_a_resource_marker_shows_the_derived_name(tmp_path: Path) -> None:
-    out, _ = _out({"content": [_blob(PDF64, "file:///r/q..3.pdf")]}, tmp_path)  # type: ignore[dict-item]
+    out, _ = _out({"content": [_blob(PDF64, "file:///r/q..3.pdf")]}, tmp_path)
     assert out["content"][0]["resource"]["materialized"].startswith("[Document: q_3.pdf] /")
 
 
@@ -303,7 +307,7 @@ def test_paths_are_absolute_even_for_a_relative_workspace(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     items = [_image(PNG64), _blob(PDF64, "file:///r/q3.pdf")]
-    out, attachments = _out({"content": items}, Path())  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, Path())
     png = out["content"][0]["text"]
     assert Path(png).is_absolute() and Path(png).parent == tmp_path.resolve() / "uploads"
     assert attachments == [{"path": png, "mime_type": "image/png"}]
@@ -319,7 +323,7 @@ def test_a_windows_extended_length_prefix_is_removed(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(results_module, "materialise", fake)
     items = [_image(PNG64), _blob(PDF64, "file:///r/q3.pdf")]
-    out, attachments = _out({"content": items}, Path("/ws"))  # type: ignore[dict-item]
+    out, attachments = _out({"content": items}, Path("/ws"))
     assert out["content"][0]["text"] == "C:\\ws\\uploads\\abc.png"
     assert attachments == [{"path": "C:\\ws\\uploads\\abc.png", "mime_type": "image/png"}]
     assert out["content"][1]["resource"]["materialized"] == (
@@ -330,7 +334,7 @@ def test_a_windows_extended_length_prefix_is_removed(monkeypatch: pytest.MonkeyP
 @pytest.mark.req("MCP-RESULT-35")
 def test_acp_markers_differ_from_the_mcp_result_form(tmp_path: Path) -> None:
     ws = tmp_path.resolve()
-    prompt = [
+    prompt: list[JSON] = [
         {"type": "resource",
          "resource": {"uri": "file:///pics/cat.png", "mimeType": "image/png", "blob": PNG64}},
         {"type": "resource",
@@ -340,10 +344,10 @@ def test_acp_markers_differ_from_the_mcp_result_form(tmp_path: Path) -> None:
     ]  # fmt: skip
     png = ws / "uploads" / (hashlib.sha256(PNG).hexdigest() + ".png")
     pdf = ws / "uploads" / (hashlib.sha256(b"%PDF-1.7 hello").hexdigest() + ".pdf")
-    text = render_prompt(prompt, ws)  # type: ignore[arg-type]
+    text = render_prompt(prompt, ws)
     assert text == f"[IMAGE:{png}]\n\n[Document: q3.pdf] {pdf}\n\nlook"
     # the same image blob in an MCP result: the plain path plus a declared attachment
-    mcp = [{"type": "resource", "resource": prompt[0]["resource"]}]
-    out, attachments = _out({"content": mcp}, ws)  # type: ignore[dict-item]
+    mcp = [{"type": "resource", "resource": at(prompt, 0, "resource")}]
+    out, attachments = _out({"content": mcp}, ws)
     assert out["content"][0]["resource"]["materialized"] == str(png)
     assert attachments == [{"path": str(png), "mime_type": "image/png"}]
