@@ -22,6 +22,8 @@ from .options import RunOptions, default_agent
 from .profiles import HOOKS, PROFILES
 from .record import run_record
 from .serve import DEFAULT_IDLE_TIMEOUT, ServeOptions, serve_command
+from .serve_relay import relay
+from .serve_suite import serve_suite
 from .show import list_scenarios, show_scenario
 from .suite import (
     SelectionError,
@@ -139,7 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--report", type=Path)
     srv.add_argument("--allow-tail", action="store_true")
     srv.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT)
-    srv.add_argument("scenario")
+    srv.add_argument("--suite", action="store_true", help="play a selection, one per connection")
+    srv.add_argument("--connect", metavar="SOCKET", help="relay stdio to a serve --suite")
+    srv.add_argument("--socket", type=Path, help="where serve --suite listens")
+    srv.add_argument("--profile", action="append", default=[])
+    srv.add_argument("--json", type=Path)
+    srv.add_argument("--junit", type=Path)
+    srv.add_argument("scenario", nargs="*")
     return parser
 
 
@@ -246,6 +254,26 @@ def _marked(listed: dict[str, str], then: _Shown) -> _Shown:
     return show
 
 
+def cmd_serve(args: argparse.Namespace, fixtures: Path) -> int:
+    """serve SCENARIO | serve --suite [SELECTION] | serve --connect SOCKET ([ZC-SERVE-09])."""
+    if args.connect is not None:
+        if args.scenario or args.suite:
+            raise SelectionError("serve --connect takes no scenario")
+        return relay(args.connect)
+    served = ServeOptions(args.idle_timeout, args.allow_tail, args.report)
+    if args.suite:
+        if not args.idle_timeout > 0:
+            raise SelectionError("--idle-timeout must be > 0")
+        profiles = _split(args.profile, PROFILES, "profile") if args.profile else None
+        selection = resolve_selection([Path(s) for s in args.scenario], fixtures)
+        return serve_suite(
+            fixtures, selection, profiles, served, args.socket, args.json, args.junit
+        )
+    if len(args.scenario) != 1:
+        raise SelectionError("serve takes one scenario (or --suite SELECTION)")
+    return serve_command(args.scenario[0], fixtures, served)
+
+
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return cmd_run(args)
@@ -260,8 +288,7 @@ def dispatch(args: argparse.Namespace) -> int:
         options = RunOptions(agent=args.agent, timeout_scale=args.timeout_scale)
         return run_record(fixtures, resolve_selection(args.paths, fixtures), options, args.write)
     if args.command == "serve":
-        served = ServeOptions(args.idle_timeout, args.allow_tail, args.report)
-        return serve_command(args.scenario, fixtures, served)
+        return cmd_serve(args, fixtures)
     profiles = _split(args.profile, PROFILES, "profile") if args.profile else None
     selection = resolve_selection(args.paths, fixtures)
     return list_scenarios(fixtures, args.servable, profiles, selection, args.json)

@@ -26,8 +26,7 @@ in order with the roles inverted ([TX-SERVE-03]). The rules that need no stream
 from __future__ import annotations
 
 import contextlib
-import os
-import queue
+import dataclasses
 import signal
 import sys
 import threading
@@ -35,15 +34,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import BinaryIO
 
-from .agent import Message, Pollution, classify
+from .agent import Pollution
 from .checks import check_frames
 from .jsonlex import JSON, dumps, pretty, strict_equal
-from .match import MatchContext, split_pointer
+from .match import MatchContext, Mismatch, split_pointer
 from .placeholders import PlaceholderError, substitute
 from .report import HISTORY, Failed, FailureInfo, failure, render_failure, scrub, status_line
+from .serve_input import ClientEvent, ClientInput, _Eof, _Terminated
+from .serve_rules import CAPABILITY_OF, advertised, initialize_problem, is_request, method_of
 from .serve_values import (
     MISSING,
     HostNames,
@@ -54,6 +54,9 @@ from .serve_values import (
     servable_problems,
 )
 from .transcript import Frame, Problem, Scenario, TranscriptError, load
+from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
+
+__all__ = ["ClientEvent", "ClientInput", "ServeOptions", "ServeSession", "serve_command"]
 
 DEFAULT_IDLE_TIMEOUT = 30.0
 
@@ -67,105 +70,24 @@ class ServeOptions:
     report: Path | None = None
 
 
-class _Eof:
-    """The client closed serve's stdin."""
+class _NotApplicable(Exception):
+    """[ZC-SERVE-03] the client lacks a capability the scenario needs."""
+
+    def __init__(self, lacking: list[str]) -> None:
+        super().__init__(", ".join(lacking))
+        self.lacking = lacking
 
 
-class _Terminated(_Eof):
-    """SIGTERM arrived: serve takes it as the end of the client's output [TX-SERVE-01]."""
-
-
-ClientEvent = Message | Pollution | _Eof
-
-
-class ClientInput:
-    """serve's stdin as a queue of lines judged by the IUT framing rules [TX-SERVE-01].
-
-    The thread reads the raw descriptor: a daemon thread blocked inside a buffered
-    reader would make interpreter shutdown abort while the client keeps stdin open.
-
-    A client that kills serve instead of closing stdin must still get a verdict
-    [TX-SERVE-01], so SIGTERM becomes a ``_Terminated`` event on the same queue,
-    read like end of input. The handler itself only writes one byte to a pipe:
-    raising from it could escape from wherever the main thread was interrupted
-    (an ``except`` or ``finally`` block included), and putting on the queue
-    could deadlock on the queue's lock if the interrupted code holds it. A
-    second thread turns that byte into the event.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self.events: queue.Queue[ClientEvent] = queue.Queue()
-        self.closed = False
-        self._end: _Eof | None = None
-        self._term_r, self._term_w = os.pipe()
-        for target, args, name in (
-            (self._read, (fd,), "serve-stdin"),
-            (self._watch_sigterm, (), "serve-sigterm"),
-        ):
-            thread = threading.Thread(target=target, args=args, name=name)
-            thread.daemon = True
-            thread.start()
-
-    def _read(self, fd: int) -> None:
-        partial: list[bytes] = []  # the pieces of a line not yet ended, joined once
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            if b"\n" not in chunk:
-                partial.append(chunk)
-                continue
-            *lines, rest = chunk.split(b"\n")
-            lines[0] = b"".join([*partial, lines[0]])
-            partial = [rest] if rest else []
-            for line in lines:
-                self.events.put(classify(line + b"\n"))
-        if partial:
-            self.events.put(classify(b"".join(partial)))
-        self.events.put(_Eof())
-
-    def _watch_sigterm(self) -> None:
-        try:
-            signalled = os.read(self._term_r, 1)
-        except OSError:
-            signalled = b""
-        finally:
-            os.close(self._term_r)
-        if signalled:  # b"" means close() ended the watch
-            self.events.put(_Terminated())
-
-    def next(self, timeout: float) -> ClientEvent | None:
-        """The next event, or None when ``timeout`` seconds pass without one.
-
-        After end of input (or SIGTERM) every call returns that same end at once.
-        """
-        if self._end is not None:
-            return self._end
-        try:
-            event = self.events.get(timeout=max(timeout, 0.0))
-        except queue.Empty:
-            return None
-        if isinstance(event, _Eof):
-            self._end, self.closed = event, True
-        return event
-
-    def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        """The SIGTERM handler: never raises, takes no lock (see the class docstring)."""
-        with contextlib.suppress(OSError):  # EBADF once close() has run
-            os.write(self._term_w, b"T")
-
-    def close(self) -> None:
-        """Stop watching for SIGTERM; a later signal is ignored by this input."""
-        fd, self._term_w = self._term_w, -1
-        if fd >= 0:
-            os.close(fd)
+class _Refused(Exception):
+    """[ZC-SERVE-03] serve will not write a request the client cannot take."""
 
 
 class ServeSession:
-    """One scenario played as the agent against one client [TX-SERVE-03]."""
+    """One scenario played as the agent against one client [TX-SERVE-03].
+
+    ``result`` holds the verdict once ``run`` returns, in ``run``'s terms, so the
+    ``serve --suite`` coordinator reports a client as ``run`` reports an agent.
+    """
 
     def __init__(
         self,
@@ -185,6 +107,12 @@ class ServeSession:
         self.values = Instantiator(self.host, self.bindings)
         # (the frame's literal id, the id the client really used) [TX-SERVE-05]
         self.ids: list[tuple[JSON, JSON]] = []
+        # [ZC-SERVE-08] the ids of serve's own requests (as text) and their methods
+        self.asked: dict[str, str] = {}
+        self.answered: set[str] = set()
+        # [ZC-SERVE-06] the client's initialize params; the initialize id while unanswered
+        self.client_caps: JSON | None = None
+        self.init_id: JSON | None = None
         self.history: dict[str, deque[str]] = {"acp": deque(maxlen=HISTORY)}
         self.ignore = [split_pointer(p) for p in sc.ignore]
         self.close_frame: Frame | None = None
@@ -192,6 +120,13 @@ class ServeSession:
         self.written = 0
         self.notes: list[str] = []
         self.frame: Frame | None = None
+        self.lenient = False  # after not-applicable: --allow-tail behaviour
+        self.result = ScenarioResult(
+            sc.id, sc.level, ERROR, profile=sc.profile, requirements=sc.requirements
+        )
+
+    def _verdict(self, status: str, **fields: object) -> None:
+        self.result = dataclasses.replace(self.result, status=status, **fields)  # type: ignore[arg-type]
 
     def run(self) -> int:
         """Play the scenario and return the exit status [TX-SERVE-01]."""
@@ -204,19 +139,53 @@ class ServeSession:
                 self._ending()
             except Failed as failed:
                 # [TX-SERVE-07] report at once, stop writing, wait for the client to go
-                self.emit(self._failure_report(failed.info))
+                text = self._failure_report(failed.info)
+                info = failed.info
+                pointer = info.mismatch.pointer if info.mismatch is not None else None
+                detail = info.message
+                self._verdict(
+                    FAIL, reason=info.reason, line=info.line, pointer=pointer, detail=detail
+                )
+                self._verdict(FAIL, report=text)
+                self.emit(text)
                 self._drain()
                 return 1
-            except PlaceholderError as exc:
+            except _NotApplicable as na:
+                return self._not_applicable(na.lacking)
+            except (PlaceholderError, _Refused) as exc:
                 line = self.frame.line if self.frame is not None else 1
-                problem = Problem(self.sc.display, line, "TX-SERVE-04", str(exc))
-                self.emit(f"{status_line('error', self.sc.id, self.sc.level)}\n{problem}")
+                rule = "ZC-SERVE-03" if isinstance(exc, _Refused) else "TX-SERVE-04"
+                problem = Problem(self.sc.display, line, rule, str(exc))
+                text = f"{status_line('error', self.sc.id, self.sc.level)}\n{problem}"
+                self._verdict(ERROR, report=text, detail=str(exc))
+                self.emit(text)
                 return 2
-            self.emit(self._pass_report())
+            text = self._pass_report()
+            self._verdict(PASS, report=text)
+            self.emit(text)
             return 0
         finally:
             self.input.close()
             self.host.cleanup()
+
+    def _not_applicable(self, lacking: list[str]) -> int:
+        """[ZC-SERVE-03] initialize was answered; the rest is not played (exit 0)."""
+        missing = tuple(f"client capability {name}" for name in lacking)
+        lines = [
+            status_line(NOT_APPLICABLE, self.sc.id, self.sc.level),
+            f"scenario: {self.sc.id}",
+            "the client did not advertise " + ", ".join(lacking) + " in initialize",
+        ]
+        text = scrub("\n".join(lines), self.host.resolved())
+        self._verdict(NOT_APPLICABLE, reason="needs " + ", ".join(missing), missing=missing)
+        self._verdict(NOT_APPLICABLE, report=text)
+        self.emit(text)
+        self.lenient = True
+        self.frame = None
+        # a lenient ending does not fail; an unusable pipe ends it as well
+        with contextlib.suppress(Failed):
+            self._ending()
+        return 0
 
     # -- frames ---------------------------------------------------------------
 
@@ -245,6 +214,7 @@ class ServeSession:
         return value
 
     def _write(self, frame: Frame | None, value: JSON) -> None:
+        self._before_write(value)
         text = dumps(value)
         try:
             self.stdout.write((text + "\n").encode("utf-8", "surrogatepass"))
@@ -253,6 +223,32 @@ class ServeSession:
             raise failure("unexpected-exit", frame, "the client stopped reading") from None
         self.history["acp"].append("<-- " + text)
         self.written += 1
+        self._after_write(value)
+
+    def _before_write(self, value: JSON) -> None:
+        """[ZC-SERVE-03] never an fs/terminal request to a client that did not offer it."""
+        method = method_of(value)
+        need = CAPABILITY_OF.get(method or "")
+        if need is None or not is_request(value):
+            return
+        if not advertised(self.client_caps if self.client_caps is not None else {}, need):
+            raise _Refused(f"serve will not send {method}: the client did not advertise {need}")
+
+    def _after_write(self, value: JSON) -> None:
+        if is_request(value) and isinstance(value, dict):
+            self.asked[dumps(value["id"])] = str(value["method"])
+        elif (
+            isinstance(value, dict)
+            and self.init_id is not None
+            and "method" not in value
+            and strict_equal(value.get("id"), self.init_id)
+        ):
+            # [ZC-SERVE-03] initialize is answered as scripted; then the needs are judged
+            self.init_id = None
+            caps = self.client_caps if self.client_caps is not None else {}
+            lacking = [n for n in self.sc.client_needs if not advertised(caps, n)]
+            if lacking:
+                raise _NotApplicable(lacking)
 
     def _await(self, frame: Frame | None) -> JSON:
         idle = self.options.idle_timeout
@@ -269,11 +265,32 @@ class ServeSession:
         self.history["acp"].append("--> " + event.text)
         return event.value
 
+    def _answers_nothing(self, frame: Frame | None, actual: JSON) -> None:
+        """[ZC-SERVE-08] a response must answer a request serve wrote, once."""
+        if send_kind(actual) != "response" or not isinstance(actual, dict) or "id" not in actual:
+            return
+        key = dumps(actual["id"])
+        if actual["id"] is None:
+            why = "the client sent a response with id null: it answers no request"
+        elif key not in self.asked:
+            why = f"the client answered id {key}, but serve sent no request with that id"
+        elif key in self.answered:
+            why = f"the client answered serve's {self.asked[key]} request (id {key}) twice"
+        else:
+            self.answered.add(key)
+            return
+        extra = ["client message:", *("  " + line for line in pretty(actual).splitlines())]
+        raise failure("unexpected-message", frame, why, extra=extra)
+
     def _check(self, frame: Frame, actual: JSON) -> None:
+        self._answers_nothing(frame, actual)
         ctx = MatchContext(self.host, self.bindings, self.ignore)
         if not self.host.workspace_known:
             bind_workspace(frame, actual, self.host, ctx)
         miss, checked = check_client(frame, actual, ctx)
+        if miss is None and method_of(frame.value) == "initialize" and isinstance(actual, dict):
+            miss = self._initialize(actual)
+            checked = "method, id and the types of the client's initialize params"
         if miss is not None:
             raise failure(
                 "mismatch",
@@ -291,6 +308,22 @@ class ServeSession:
         if isinstance(actual, dict) and "id" in actual:
             self.ids.append((substitute(value["id"], self.host, self.bindings), actual["id"]))
 
+    def _initialize(self, actual: dict[str, JSON]) -> Mismatch | None:
+        """[ZC-SERVE-06] the client's own values, whatever the frame shows, held to their types."""
+        params = actual.get("params")
+        problem = initialize_problem(params)
+        if problem is not None:
+            pointer, why = problem
+            return Mismatch(pointer, "type", why, dumps(params))
+        assert isinstance(params, dict)
+        caps = params.get("clientCapabilities", {})
+        self.client_caps = caps if isinstance(caps, dict) else {}
+        self.init_id = actual.get("id")  # the id serve's answer carries [TX-SERVE-05]
+        info = params.get("clientInfo")
+        if isinstance(info, dict):
+            self.notes.append(f"client: {info.get('name')} {info.get('version')}")
+        return None
+
     # -- ending -----------------------------------------------------------------
 
     def _ending(self) -> None:
@@ -299,7 +332,7 @@ class ServeSession:
         while True:
             event = self.input.next(idle)
             if event is None:
-                if self.close_frame is not None:
+                if self.close_frame is not None and not self.lenient:
                     message = f"the client did not close its output within {idle:g} s"
                     raise failure("timeout", self.close_frame, message)
                 self.notes.append(f"the client kept its output open {idle:g} s after the end")
@@ -307,12 +340,16 @@ class ServeSession:
             if isinstance(event, _Eof):
                 return
             if isinstance(event, Pollution):
+                if self.lenient:
+                    continue
                 raise failure("stdout-pollution", None, f"{event.why}: {event.raw[:300]!r}")
             self.history["acp"].append("--> " + event.text)
             self._tail(event.value)
 
     def _tail(self, value: JSON) -> None:
-        if not self.options.allow_tail:
+        if not self.lenient:
+            self._answers_nothing(None, value)
+        if not (self.options.allow_tail or self.lenient):
             raise failure(
                 "unexpected-message",
                 None,
@@ -322,7 +359,8 @@ class ServeSession:
         if isinstance(value, dict) and "id" in value and isinstance(value.get("method"), str):
             error: JSON = {"code": -32601, "message": f"Method not found: {value['method']}"}
             self._write(None, {"jsonrpc": "2.0", "id": value["id"], "error": error})
-        self.notes.append("a message after the last frame was allowed by --allow-tail")
+        if not self.lenient:
+            self.notes.append("a message after the last frame was allowed by --allow-tail")
 
     def _drain(self) -> None:
         while True:
