@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zeroclaw_ref.config.model import ConfigSnapshot
-from zeroclaw_ref.core.cancel import CancelToken, Slot, _Cancelled, _TimedOut
+from zeroclaw_ref.core.cancel import CANCELLED, CancelToken, Slot, WaitCancelled, WaitTimedOut
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.limits import MAX_REPLACEMENT_BYTES
@@ -123,9 +123,9 @@ class AcpApprover:
         }
         timeout = min(timeout_secs, self._timeout)  # [ACP-ASK-05]
         reply = self._round_trip(params, timeout, cancel)
-        if isinstance(reply, _Cancelled):
+        if isinstance(reply, WaitCancelled):
             return ToolResult.fail(ASK_DECLINED)
-        if isinstance(reply, _TimedOut):
+        if isinstance(reply, WaitTimedOut):
             return ToolResult.fail(
                 f"{ASK_FAILED}ACP request_permission timed out after {_seconds(timeout)}s"
             )
@@ -152,7 +152,7 @@ class AcpApprover:
 
     def _round_trip(
         self, params: JSONObject, timeout: float, cancel: CancelToken
-    ) -> Response | _Cancelled | _TimedOut:
+    ) -> Response | WaitCancelled | WaitTimedOut:
         """One outbound permission request: wait for the answer, the cancel or the timeout."""
         outbound = self._endpoint.request(wire.METHOD_REQUEST_PERMISSION, params)
         # [ACP-PERM-13] a cancel resolves the pending request locally.
@@ -161,10 +161,10 @@ class AcpApprover:
             reply = _wait(outbound.slot, timeout)
         finally:
             unregister()
-        if isinstance(reply, _TimedOut):
+        if isinstance(reply, WaitTimedOut):
             self._endpoint.abandon(outbound.id)  # [ACP-TR-26] a late answer is discarded
         if cancel.is_set():
-            return _CANCELLED_LOCALLY
+            return CANCELLED
         return reply
 
     def request_params(self, tool: str, arguments: JSON) -> JSONObject:
@@ -209,15 +209,12 @@ class AcpApprover:
         reply = self._round_trip(self.request_params(tool, arguments), self._timeout, cancel)
         if cancel.is_set():
             return Answer(Decision.CANCELLED)  # [ACP-PERM-13]
-        if isinstance(reply, _TimedOut | _Cancelled):
+        if isinstance(reply, WaitTimedOut | WaitCancelled):
             return Answer(Decision.NO_DECISION)  # [ACP-PERM-12], or shutdown (ACP-TR-35)
         return map_answer(tool, reply)
 
 
-_CANCELLED_LOCALLY = _Cancelled()
-
-
-def _wait(slot: Slot[Response], timeout: float) -> Response | _Cancelled | _TimedOut:
+def _wait(slot: Slot[Response], timeout: float) -> Response | WaitCancelled | WaitTimedOut:
     return slot.get(timeout)
 
 

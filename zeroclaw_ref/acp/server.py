@@ -36,7 +36,7 @@ from zeroclaw_ref.core.clock import Clock, rfc3339
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.core.scrub import clean_output
-from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Endpoint, Handler, _Deferred
+from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Deferred, Endpoint, Handler
 from zeroclaw_ref.sandbox.probe import describe as describe_sandbox
 from zeroclaw_ref.store.db import StoreError
 from zeroclaw_ref.store.sessions import SessionStore
@@ -295,7 +295,7 @@ class AcpServer:
 
     # --- session/prompt (acp.md §4) --------------------------------------------------------
 
-    def _session_prompt(self, call: Call) -> JSON | _Deferred:
+    def _session_prompt(self, call: Call) -> JSON | Deferred:
         """[ACP-PROMPT-01] id, active, slot, prompt validation, blank check — in that order."""
         session_id = session_id_of(call.params)
         session = self._active_session(session_id)
@@ -323,14 +323,14 @@ class AcpServer:
             session.cancel_turn()
         return {}
 
-    def _session_stop(self, call: Call) -> JSON | _Deferred:
+    def _session_stop(self, call: Call) -> JSON | Deferred:
         """[ACP-STOP-01..06] leave the active set now; answer after the running turn."""
         session_id = session_id_of(call.params)
         session = self._take_active(session_id)
         session.drain(call, {"sessionId": session_id, "stopped": True})
         return DEFERRED
 
-    def _session_close(self, call: Call) -> JSON | _Deferred:
+    def _session_close(self, call: Call) -> JSON | Deferred:
         """[ACP-CLOSE-01..05] cancel, deactivate, keep the record; no store: not found."""
         session_id = session_id_of(call.params)
         if self.store is None:

@@ -16,24 +16,29 @@ from typing import Final, Generic, TypeVar
 T = TypeVar("T")
 
 
-class _Cancelled:
-    """The sentinel a cancelled wait receives."""
+class WaitCancelled:
+    """The type of `CANCELLED`, what a wait returns when it was cancelled rather than answered
+    (`Slot.wait`, the pump's items, an ACP permission round trip).
 
-    _instance: _Cancelled | None = None
+    `CANCELLED` is its one instance; waiters narrow with `isinstance(value, WaitCancelled)`,
+    which type checkers follow where `is CANCELLED` would not.
+    """
 
     def __repr__(self) -> str:
         return "CANCELLED"
 
 
-CANCELLED: Final = _Cancelled()
+CANCELLED: Final = WaitCancelled()
 
 
-class _TimedOut:
+class WaitTimedOut:
+    """The type of `TIMED_OUT`, what `Slot.get` returns when its timeout passed first."""
+
     def __repr__(self) -> str:
         return "TIMED_OUT"
 
 
-TIMED_OUT: Final = _TimedOut()
+TIMED_OUT: Final = WaitTimedOut()
 
 
 class CancelToken:
@@ -104,11 +109,11 @@ class Slot(Generic[T]):
     """A one-shot reply box: the first `offer` wins, later offers are ignored."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[T | _Cancelled] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[T | WaitCancelled] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._filled = False
 
-    def offer(self, value: T | _Cancelled) -> bool:
+    def offer(self, value: T | WaitCancelled) -> bool:
         """Deliver `value` unless something was delivered already; True when accepted."""
         with self._lock:
             if self._filled:
@@ -121,9 +126,23 @@ class Slot(Generic[T]):
     def filled(self) -> bool:
         return self._filled
 
-    def get(self, timeout: float | None) -> T | _Cancelled | _TimedOut:
+    def get(self, timeout: float | None) -> T | WaitCancelled | WaitTimedOut:
         """Wait for the value, `CANCELLED`, or `TIMED_OUT` after `timeout` seconds."""
         try:
             return self._queue.get(timeout=timeout)
         except queue.Empty:
             return TIMED_OUT
+
+    def wait(self, timeout: float, cancel: CancelToken | None) -> T | WaitCancelled | WaitTimedOut:
+        """As `get`, and firing `cancel` (when given) offers `CANCELLED`, which wins unless a
+        value came first."""
+        if cancel is None:
+            return self.get(timeout)
+        unregister = cancel.add_callback(self._offer_cancelled)
+        try:
+            return self.get(timeout)
+        finally:
+            unregister()
+
+    def _offer_cancelled(self) -> None:
+        self.offer(CANCELLED)

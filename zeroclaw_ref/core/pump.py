@@ -18,7 +18,7 @@ import threading
 from collections.abc import Generator, Iterator
 from typing import Generic, TypeVar
 
-from zeroclaw_ref.core.cancel import CANCELLED, CancelToken, _Cancelled
+from zeroclaw_ref.core.cancel import CANCELLED, CancelToken, WaitCancelled
 
 T = TypeVar("T")
 
@@ -54,7 +54,9 @@ class Pump(Generic[T]):
         self._token = token
         self._stop = stop
         self._inline = inline
-        self._queue: queue.SimpleQueue[T | _End | _Cancelled | BaseException] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[T | _End | WaitCancelled | BaseException] = (
+            queue.SimpleQueue()
+        )
 
     def _run(self) -> None:
         try:
@@ -71,7 +73,7 @@ class Pump(Generic[T]):
                 close()
         self._queue.put(_END)
 
-    def items(self) -> Generator[T | _Cancelled, None, None]:
+    def items(self) -> Generator[T | WaitCancelled, None, None]:
         """Yield the source's items; yields `CANCELLED` once and stops when the token fires.
 
         Raises:
@@ -87,7 +89,7 @@ class Pump(Generic[T]):
                 item = self._queue.get()
                 if isinstance(item, _End):
                     return
-                if isinstance(item, _Cancelled):
+                if isinstance(item, WaitCancelled):
                     self._stop.set()  # before yielding: the consumer may never resume us
                     yield CANCELLED
                     return
@@ -98,7 +100,7 @@ class Pump(Generic[T]):
             unregister()
             self._stop.set()
 
-    def _inline_items(self) -> Generator[T | _Cancelled, None, None]:
+    def _inline_items(self) -> Generator[T | WaitCancelled, None, None]:
         unregister = self._token.add_callback(self._stop.set)
         source = self._source
         try:

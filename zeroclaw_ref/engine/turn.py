@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 
-from zeroclaw_ref.core.cancel import CancelToken, _Cancelled
+from zeroclaw_ref.core.cancel import CancelToken, WaitCancelled
 from zeroclaw_ref.core.clock import Clock, SystemClock
 from zeroclaw_ref.core.ids import IdFactory
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -229,7 +229,7 @@ class _Turn:
             with closing(pump.items()) as items:
                 for item in items:
                     # [ACP-RT-04] the cancel is checked at every streamed event.
-                    if isinstance(item, _Cancelled) or self.cancel.is_set():
+                    if isinstance(item, WaitCancelled) or self.cancel.is_set():
                         raise _Stop(Cancelled())
                     if isinstance(item, TextChunk):
                         text.append(item.text)

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from zeroclaw_ref.config.model import McpServerConfig
-from zeroclaw_ref.core.cancel import CANCELLED, TIMED_OUT, CancelToken, Slot
+from zeroclaw_ref.core.cancel import CancelToken, Slot, WaitCancelled, WaitTimedOut
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.mcp import era as eras
 from zeroclaw_ref.mcp import errors as e
@@ -390,11 +390,34 @@ class Connection(Router):
         op: str,
         cancel: CancelToken | None,
     ) -> JSON:
+        """One attempt: allocate an id, write the request, wait for its one outcome."""
         if cancel is not None and cancel.is_set():
             raise e.cancelled_before(self.name, op)
         if time.monotonic() >= deadline:
             raise e.timed_out_before(self.name, timeout, op)  # [MCP-TIME-05]
         slot: Slot[Outcome] = Slot()
+        request_id = self._register(slot, op, method)
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            self._transport.send_request(message, request_id, slot, deadline, op)
+        except PreWriteError as exc:
+            self._forget(request_id)
+            raise _Retry(exc.error) from exc
+        outcome = slot.wait(max(0.0, deadline - time.monotonic()), cancel)
+        if isinstance(outcome, WaitTimedOut):
+            self._abandon(request_id, method, f"timed out after {e.seconds(timeout)}s")
+            raise e.timed_out_during(self.name, timeout, op)  # [MCP-TIME-06]
+        if isinstance(outcome, WaitCancelled):
+            self._abandon(request_id, method, "cancelled by client")
+            raise e.cancelled_during(self.name, op)  # [MCP-CANCEL-06]
+        self._forget(request_id)
+        return self._result(method, params, outcome)
+
+    def _register(self, slot: Slot[Outcome], op: str, method: str) -> int:
+        """[MCP-RPC-02] the next id, with its slot; refused when the connection cannot take a
+        request now."""
         with self._lock:
             if self._state is State.CLOSED:
                 raise e.closed(self.name)
@@ -407,36 +430,14 @@ class Connection(Router):
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = _Pending(slot, op, method)
-        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        try:
-            self._transport.send_request(message, request_id, slot, deadline, op)
-        except PreWriteError as exc:
-            self._forget(request_id)
-            raise _Retry(exc.error) from exc
+        return request_id
 
-        def wake() -> None:
-            slot.offer(CANCELLED)
-
-        unregister = cancel.add_callback(wake) if cancel else None
-        try:
-            outcome = slot.get(timeout=max(0.0, deadline - time.monotonic()))
-        finally:
-            if unregister is not None:
-                unregister()
-        if outcome is TIMED_OUT:
-            self._abandon(request_id, method, f"timed out after {e.seconds(timeout)}s")
-            raise e.timed_out_during(self.name, timeout, op)  # [MCP-TIME-06]
-        if outcome is CANCELLED:
-            self._abandon(request_id, method, "cancelled by client")
-            raise e.cancelled_during(self.name, op)  # [MCP-CANCEL-06]
-        self._forget(request_id)
+    def _result(self, method: str, params: JSONObject | None, outcome: Outcome) -> JSON:
+        """The `result` of a response, or the failure the outcome stands for."""
         if isinstance(outcome, PreWriteFailure):
             raise _Retry(outcome.error)
         if isinstance(outcome, e.McpError):
             raise outcome
-        assert isinstance(outcome, dict)
         error = outcome.get("error")
         if error is not None:
             tool = params.get("name") if params else None

@@ -38,12 +38,15 @@ from zeroclaw_ref.wire.jsonrpc import (
 log = logging.getLogger(__name__)
 
 
-class _Deferred:
+class Deferred:
+    """The type of `DEFERRED`: a handler returns it to answer its call later, from another
+    thread, through `Call.respond` or `Call.fail` (a prompt turn, for one)."""
+
     def __repr__(self) -> str:
         return "DEFERRED"
 
 
-DEFERRED: Final = _Deferred()
+DEFERRED: Final = Deferred()
 
 
 class Call:
@@ -79,7 +82,7 @@ class Call:
         return not answered
 
 
-Handler = Callable[[Call], "JSON | _Deferred"]
+Handler = Callable[[Call], "JSON | Deferred"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +145,7 @@ class Endpoint:
             log.exception("handler for %s failed", call.method)
             call.fail(RpcError.internal_error(f"Internal error while handling {call.method}"))
             return
-        if not isinstance(result, _Deferred):
+        if not isinstance(result, Deferred):
             call.reply(result)
 
     # --- outbound --------------------------------------------------------------------------
