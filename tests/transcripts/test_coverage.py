@@ -149,7 +149,17 @@ def test_with_spec_the_manifest_must_agree_with_the_documents(
     assert any(line.startswith("acp.md:") for line in info)
 
 
-def test_with_spec_a_consistent_manifest_passes_and_counts_the_rest(tmp_path: Path) -> None:
+@pytest.mark.req("TX-COVER-02")
+def test_with_spec_a_defined_id_left_out_of_the_manifest_fails(tmp_path: Path) -> None:
     problems, info, _table = evaluate(corpus(tmp_path, BOTH, MANIFEST), spec_dir(tmp_path))
-    assert problems == []
+    assert problems == ["ACP-TR-02: defined in acp.md but not stated in requirements.json"]
     assert "acp.md: 1 spec IDs not yet in the manifest" in info
+
+
+@pytest.mark.req("TX-COVER-02")
+def test_with_spec_a_complete_manifest_passes(tmp_path: Path) -> None:
+    manifest = {**MANIFEST, "ACP-TR-02": ("acp.md", ["seed", "ref"])}
+    cited = {**BOTH, "c": ("required", ["ACP-TR-02"])}
+    problems, info, _table = evaluate(corpus(tmp_path, cited, manifest), spec_dir(tmp_path))
+    assert problems == []
+    assert "acp.md: 0 spec IDs not yet in the manifest" in info

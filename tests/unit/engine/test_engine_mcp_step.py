@@ -14,7 +14,12 @@ import pytest
 
 from tests.helpers.fake_mcp import FakeMcp, FakeServer
 from zeroclaw_ref.config.load import load_config
-from zeroclaw_ref.config.model import DEFAULT_AUTO_APPROVE, ConfigSnapshot, McpServerConfig
+from zeroclaw_ref.config.model import (
+    DEFAULT_AUTO_APPROVE,
+    PROVIDER_KINDS,
+    ConfigSnapshot,
+    McpServerConfig,
+)
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.ids import SequentialIds
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -188,6 +193,35 @@ def test_deferred_mode_registers_tool_search_and_puts_names_in_the_prompt(
     )
     assert execution.io.system_prompt.endswith(f"\n\n{deferred}\n\n{pinned}")
     assert execution.io.activated is not None and execution.io.activated.names() == ()
+
+
+# How each provider kind is configured; none of them parses tool calls out of text.
+PROVIDER_TABLES = {
+    "demo": 'kind = "demo"',
+    "scripted": 'kind = "scripted"\nscript = "model.json"',
+    "openai": 'kind = "openai"\nmodel = "m"\napi_key = "k"',
+    "anthropic": 'kind = "anthropic"\nmodel = "m"\napi_key = "k"',
+}
+
+
+@pytest.mark.req("MCP-PIN-06", "MCP-PIN-05", "POL-MCPT-01")
+@pytest.mark.parametrize("kind", PROVIDER_KINDS)
+def test_every_provider_kind_keeps_the_combined_mcp_block(
+    tmp_path: Path, connector: Connector, kind: str
+) -> None:
+    """MCP-PIN-06 drops the block only under strict text-tool parsing for a model without
+    native tool calls; every kind the reference knows calls tools natively, so no kind may
+    lose it (a new kind without native calls must add the omission and change this table)."""
+    config = _config(tmp_path, deferred=True)
+    text = (config.config_dir / "config.toml").read_text()
+    table = 'kind = "scripted"\nscript = "model.json"'
+    assert table in text
+    (config.config_dir / "config.toml").write_text(text.replace(table, PROVIDER_TABLES[kind]))
+    execution = _cli(load_config(config.config_dir, tmp_path / "data", {}))
+    deferred, pinned = execution.io.deferred_section, execution.io.pinned_section
+    assert deferred and pinned
+    assert execution.io.system_prompt.endswith(f"\n\n{deferred}\n\n{pinned}")
+    assert "tool_search" in execution.io.tools.names  # the tools go to the model as tools
 
 
 @pytest.mark.req("POL-ASSEMBLE-16", "MCP-DEFER-08")
