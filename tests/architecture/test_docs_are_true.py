@@ -110,8 +110,8 @@ def command_problems(argv: list[str]) -> list[str]:
         if isinstance(args, str):
             return [f"{shown}: {args}"]
         names = [str(p) for p in getattr(args, "paths", [])]
-        if getattr(args, "scenario", None):
-            names.append(args.scenario)
+        scenario = getattr(args, "scenario", None)  # one id, or a list of them for serve
+        names += [str(s) for s in (scenario if isinstance(scenario, list) else [scenario]) if s]
         return [f"{shown}: no scenario {n}" for n in names if not scenario_exists(n)]
     if module == "zeroclaw_ref":
         if "acp-bridge" in rest:
