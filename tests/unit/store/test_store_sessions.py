@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import random
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -215,6 +217,27 @@ def test_a_read_only_data_dir_is_a_store_error(tmp_path: Path) -> None:
             SessionStore.open(tmp_path)
     finally:
         tmp_path.chmod(0o700)
+
+
+@pytest.mark.req("ACP-STORE-04")
+def test_a_data_dir_that_refuses_new_folders_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal above without relying on permissions root ignores (CI runs as root): the
+    folder's creation fails with EACCES exactly as mkdir reports it in a read-only data dir,
+    and the store turns that into the same error."""
+    real_mkdir = Path.mkdir
+
+    def refusing(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self.is_relative_to(tmp_path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refusing)
+    with pytest.raises(StoreError, match=r"^cannot create .*: Permission denied$"):
+        SessionStore.open(tmp_path)
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.req("ACP-STORE-04", "ACP-STORE-17")
