@@ -1,0 +1,571 @@
+"""Drive any servable scenario with the official ACP Python SDK client (test-only).
+
+``python -m zeroclaw_ref.conformance show --json SCENARIO`` lists the steps a client
+must take (serve-client-format: requests, notifications, answers to the agent's
+requests, each with the conditions that must hold first). :func:`play` starts
+``serve SCENARIO`` under the SDK's ``spawn_agent_process`` and takes those steps
+the way an editor would: its own request ids, its own cwd (a temporary workspace
+holding the scenario's ``client_files``), real files for ``fs/*`` and real
+subprocesses for ``terminal/*``. serve judges what the SDK writes; the verdict is
+serve's exit status and report.
+
+The SDK is asyncio-based, which is allowed in tests only (never in the package).
+Every wait is bounded by ``WAIT``: a safety net that turns a hang into a failure
+naming what was awaited, never a timed assertion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+WAIT = 20.0
+T = TypeVar("T")
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::[a-z0-9]+)?\}")
+FULL_CAPABILITIES: dict[str, Any] = {
+    "fs": {"readTextFile": True, "writeTextFile": True},
+    "terminal": True,
+}
+
+
+class Stuck(Exception):
+    """A step's conditions did not hold within WAIT (serve stopped, or the driver is wrong)."""
+
+
+def conformance(*args: str) -> str:
+    """Run the conformance CLI synchronously and return its stdout."""
+    cmd = [sys.executable, "-m", "zeroclaw_ref.conformance", *args, "--fixtures", str(FIXTURES)]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): {done.stderr}")
+    return done.stdout
+
+
+def servable_ids() -> list[str]:
+    """The scenarios ``serve --suite`` plays, in its order (``list --servable --json``)."""
+    out = json.loads(conformance("list", "--servable", "--json"))
+    items = out["scenarios"] if isinstance(out, dict) else out
+    return [item if isinstance(item, str) else str(item["id"]) for item in items]
+
+
+@dataclass
+class Pending:
+    """One request of the agent to the client, answered when its step comes."""
+
+    method: str
+    msg_id: Any
+    params: dict[str, Any]
+    future: asyncio.Future[Any]
+
+
+@dataclass
+class Wire:
+    """What crossed the connection, counted from the SDK's raw stream observer."""
+
+    updates: int = 0
+    requests: int = 0
+    outgoing: int = 0
+    last_id: Any = None  # the id of the client's last request
+    responses: dict[str, Any] = field(default_factory=dict)  # json(id) -> raw response
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def observe(self, event: Any) -> None:
+        message = event.message
+        if event.direction.value == "outgoing":
+            self.outgoing += 1
+            if "method" in message and "id" in message:
+                self.last_id = message["id"]
+        elif "method" in message:
+            if message["method"] == "session/update":
+                self.updates += 1
+            elif "id" in message:
+                self.requests += 1
+        elif "id" in message:
+            self.responses[json.dumps(message["id"])] = message
+        self.changed.set()
+
+
+class Terminal:
+    """A real subprocess behind one ``terminal/create``."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, limit: int | None) -> None:
+        self.proc = proc
+        self.limit = limit
+        self.data = bytearray()
+        self.truncated = False
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := await self.proc.stdout.read(65536):
+            self.data += chunk
+            if self.limit is not None and len(self.data) > self.limit:
+                # ACP: keep the end, cut at a character boundary (drop continuation bytes)
+                del self.data[: len(self.data) - self.limit]
+                while self.data and self.data[0] & 0xC0 == 0x80:
+                    del self.data[0]
+                self.truncated = True
+
+    def exit_status(self) -> dict[str, Any] | None:
+        code = self.proc.returncode
+        if code is None:
+            return None
+        if code < 0:
+            return {"exitCode": None, "signal": signal.Signals(-code).name}
+        return {"exitCode": code, "signal": None}
+
+    async def wait(self) -> dict[str, Any]:
+        await self.proc.wait()
+        await self.reader
+        status = self.exit_status()
+        assert status is not None
+        return status
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+
+class Harness:
+    """The client object of the SDK plus the step walker."""
+
+    def __init__(
+        self,
+        acp: ModuleType,
+        workspace: Path,
+        capabilities: dict[str, Any],
+        wrong: Callable[[str, Any], Any] | None = None,
+    ) -> None:
+        self.acp = acp
+        self.wrong = wrong  # a deliberately wrong client: rewrites its answers
+        self.workspace = workspace
+        self.capabilities = capabilities
+        self.conn: Any = None
+        self.wire = Wire()
+        self.pending: list[Pending] = []
+        self.terminals: dict[str, Terminal] = {}
+        self.bindings: dict[str, Any] = {"WORKSPACE": str(workspace)}
+        self.tasks: dict[int, asyncio.Task[Any]] = {}  # frame -> request task
+        # (the SDK's id of a sent request, serve's scripted result for it)
+        self.unbound: list[tuple[Any, Any]] = []
+
+    # -- the SDK's Client interface: every agent request waits for its step ----------
+
+    async def _asked(self, method: str, **params: Any) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending.append(Pending(method, None, params, future))
+        self.wire.changed.set()
+        return await future
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None  # counted on the wire: the SDK drops variants it does not know
+
+    async def request_permission(self, **kw: Any) -> Any:
+        return await self._asked("session/request_permission", **kw)
+
+    async def read_text_file(self, **kw: Any) -> Any:
+        return await self._asked("fs/read_text_file", **kw)
+
+    async def write_text_file(self, **kw: Any) -> Any:
+        return await self._asked("fs/write_text_file", **kw)
+
+    async def create_terminal(self, **kw: Any) -> Any:
+        return await self._asked("terminal/create", **kw)
+
+    async def terminal_output(self, **kw: Any) -> Any:
+        return await self._asked("terminal/output", **kw)
+
+    async def wait_for_terminal_exit(self, **kw: Any) -> Any:
+        return await self._asked("terminal/wait_for_exit", **kw)
+
+    async def kill_terminal(self, **kw: Any) -> Any:
+        return await self._asked("terminal/kill", **kw)
+
+    async def release_terminal(self, **kw: Any) -> Any:
+        return await self._asked("terminal/release", **kw)
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+    # -- waiting -------------------------------------------------------------------
+
+    async def until(self, ready: Callable[[], bool], what: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT
+        while not ready():
+            self.wire.changed.clear()
+            left = deadline - loop.time()
+            if left <= 0:
+                raise Stuck(f"timed out waiting for {what}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wire.changed.wait(), min(left, 0.5))
+
+    async def after(self, step: dict[str, Any]) -> None:
+        cond = step.get("after", {})
+        want_updates, want_requests = cond.get("updates", 0), cond.get("requests", 0)
+        results = [self.tasks[f] for f in cond.get("results", []) if f in self.tasks]
+        await self.until(
+            lambda: (
+                self.wire.updates >= want_updates
+                and self.wire.requests >= want_requests
+                and all(t.done() for t in results)
+            ),
+            f"frame {step['frame']}'s conditions {cond}",
+        )
+
+    # -- placeholders --------------------------------------------------------------
+
+    def fill(self, value: Any) -> Any:
+        self.bind_answered()
+        return self._fill(value)
+
+    def _fill(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: self._fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._fill(v) for v in value]
+        if isinstance(value, str):
+            whole = PLACEHOLDER.fullmatch(value)
+            if whole:
+                return self.bindings[whole.group(1)]
+            return PLACEHOLDER.sub(lambda m: str(self.bindings[m.group(1)]), value)
+        return value
+
+    def bind(self, expected: Any, actual: Any) -> None:
+        """Bind the whole-value placeholders of serve's scripted answer to what came."""
+        if isinstance(expected, dict) and isinstance(actual, dict):
+            for key, sub in expected.items():
+                if key in actual:
+                    self.bind(sub, actual[key])
+        elif isinstance(expected, list) and isinstance(actual, list):
+            for sub, got in zip(expected, actual, strict=False):
+                self.bind(sub, got)
+        elif isinstance(expected, str):
+            whole = PLACEHOLDER.fullmatch(expected)
+            if whole and whole.group(1) not in self.bindings and whole.group(1) != "_":
+                self.bindings[whole.group(1)] = actual
+
+    # -- steps -----------------------------------------------------------------------
+
+    async def request(self, step: dict[str, Any], answers: dict[int, Any]) -> None:
+        method, params = step["method"], self.fill(step.get("params") or {})
+        sent = self.wire.outgoing
+        task = asyncio.ensure_future(self._call(method, params))
+        task.add_done_callback(lambda _: self.wire.changed.set())
+        self.tasks[step["frame"]] = task
+        await self.until(lambda: self.wire.outgoing > sent or task.done(), f"{method} to be sent")
+        if self.wire.outgoing == sent:
+            task.result()  # the SDK refused to send it: raise why
+        expected = answers.get(step["frame"])
+        if expected is not None and "result" in expected:
+            self.unbound.append((self.wire.last_id, expected["result"]))
+
+    def bind_answered(self) -> None:
+        """Bind placeholders of serve's scripted results once their raw response came."""
+        for item in list(self.unbound):
+            raw = self.wire.responses.get(json.dumps(item[0]))
+            if raw is not None:
+                self.unbound.remove(item)
+                if "result" in raw:
+                    self.bind(item[1], raw["result"])
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        schema, conn = self.acp.schema, self.conn
+        meta = params.get("_meta") or {}
+        if method == "initialize":
+            return await conn.initialize(
+                protocol_version=params.get("protocolVersion", 1),
+                client_capabilities=schema.ClientCapabilities.model_validate(self.capabilities),
+                client_info=schema.Implementation(name="acp-python-sdk-harness", version="0.12.1"),
+            )
+        if method == "session/new":
+            return await conn.new_session(cwd=str(self.workspace), mcp_servers=[], **meta)
+        if method == "session/load":
+            return await conn.load_session(
+                cwd=str(self.workspace), session_id=params["sessionId"], mcp_servers=[]
+            )
+        if method == "session/resume":
+            return await conn.resume_session(
+                cwd=str(self.workspace), session_id=params["sessionId"], mcp_servers=[]
+            )
+        if method == "session/prompt":
+            request = schema.PromptRequest.model_validate(params)
+            return await conn.prompt(session_id=request.session_id, prompt=request.prompt, **meta)
+        if method == "session/close":
+            return await conn.close_session(session_id=params["sessionId"])
+        if method == "session/list":
+            return await conn.list_sessions(cwd=params.get("cwd"), cursor=params.get("cursor"))
+        if method == "session/set_mode":
+            return await conn.set_session_mode(
+                session_id=params["sessionId"], mode_id=params["modeId"]
+            )
+        if method == "session/set_config_option":
+            return await conn.set_config_option(
+                config_id=params["configId"], session_id=params["sessionId"], value=params["value"]
+            )
+        return await conn._conn.send_request(method, params)  # any other method, verbatim
+
+    async def notification(self, step: dict[str, Any]) -> None:
+        method, params = step["method"], self.fill(step.get("params") or {})
+        if method == "session/cancel":
+            await self.conn.cancel(session_id=params["sessionId"])
+        else:
+            await self.conn._conn.send_notification(method, params)
+
+    async def response(self, step: dict[str, Any]) -> None:
+        method = step["method"]
+        await self.until(
+            lambda: any(p.method == method for p in self.pending), f"the agent's {method} request"
+        )
+        pending = next(p for p in self.pending if p.method == method)
+        self.pending.remove(pending)
+        sent = self.wire.outgoing
+        if step.get("auto"):
+            try:
+                pending.future.set_result(await self.compute(pending))
+            except self.acp.RequestError as exc:
+                pending.future.set_exception(exc)
+        elif "error" in step:
+            error = self.fill(step["error"])
+            pending.future.set_exception(
+                self.acp.RequestError(error["code"], error["message"], error.get("data"))
+            )
+        else:
+            answer = self.fill(step["result"])
+            pending.future.set_result(answer if self.wrong is None else self.wrong(method, answer))
+        # the answer must be on the wire before the next step sends anything
+        await self.until(lambda: self.wire.outgoing > sent, f"the answer to {method}")
+
+    # -- the client's own fs and terminals ---------------------------------------------
+
+    async def compute(self, p: Pending) -> Any:
+        schema, kw = self.acp.schema, p.params
+        if p.method == "fs/read_text_file":
+            path = Path(kw["path"])
+            if not path.is_file():
+                raise self.acp.RequestError(-32002, "Resource not found", {"path": str(path)})
+            lines = path.read_text("utf-8").splitlines(keepends=True)
+            start = max((kw.get("line") or 1) - 1, 0)
+            limit = kw.get("limit")
+            chosen = lines[start : start + limit] if limit is not None else lines[start:]
+            return schema.ReadTextFileResponse(content="".join(chosen))
+        if p.method == "fs/write_text_file":
+            Path(kw["path"]).write_text(kw["content"], "utf-8")
+            return schema.WriteTextFileResponse()
+        if p.method == "terminal/create":
+            env = dict(os.environ)
+            env.update({v.name: v.value for v in kw.get("env") or []})
+            proc = await asyncio.create_subprocess_exec(
+                kw["command"],
+                *(kw.get("args") or []),
+                cwd=kw.get("cwd") or str(self.workspace),
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+            tid = f"term-{len(self.terminals) + 1}"
+            self.terminals[tid] = Terminal(proc, kw.get("output_byte_limit"))
+            return schema.CreateTerminalResponse(terminal_id=tid)
+        term = self.terminals[kw["terminal_id"]]
+        if p.method == "terminal/output":
+            status = term.exit_status()
+            if status is not None:
+                await term.reader  # an exited command's output is complete
+            return schema.TerminalOutputResponse(
+                output=term.data.decode("utf-8", "replace"),
+                truncated=term.truncated,
+                exit_status=None if status is None else schema.TerminalExitStatus(**_snake(status)),
+            )
+        if p.method == "terminal/wait_for_exit":
+            status = await asyncio.wait_for(term.wait(), WAIT)
+            return schema.WaitForTerminalExitResponse(**_snake(status))
+        if p.method == "terminal/kill":
+            term.kill()
+            return schema.KillTerminalResponse()
+        if p.method == "terminal/release":
+            term.kill()
+            del self.terminals[kw["terminal_id"]]
+            return schema.ReleaseTerminalResponse()
+        raise self.acp.RequestError(-32601, f"Method not found: {p.method}")
+
+    async def cleanup(self) -> None:
+        for term in self.terminals.values():
+            term.kill()
+        for term in self.terminals.values():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(term.wait(), 5)
+
+
+def _snake(status: dict[str, Any]) -> dict[str, Any]:
+    return {"exit_code": status["exitCode"], "signal": status["signal"]}
+
+
+def _scripted_answers(scenario_file: Path) -> dict[int, Any]:
+    """frame of a client request -> serve's scripted response to it (for bindings)."""
+    lines = scenario_file.read_text("utf-8").split("\n")[:-1]
+    sent: dict[str, int] = {}
+    out: dict[int, Any] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        frame = json.loads(line)
+        value = frame.get("send")
+        if isinstance(value, dict) and "method" in value and "id" in value:
+            sent[json.dumps(value["id"])] = number
+        value = frame.get("expect")
+        if isinstance(value, dict) and "method" not in value and "id" in value:
+            key = json.dumps(value["id"])
+            if key in sent:
+                out[sent.pop(key)] = value
+    return out
+
+
+# the SDK's own model of each request or notification a client sends
+SDK_MODELS = {
+    "initialize": "InitializeRequest",
+    "session/new": "NewSessionRequest",
+    "session/load": "LoadSessionRequest",
+    "session/resume": "ResumeSessionRequest",
+    "session/close": "CloseSessionRequest",
+    "session/list": "ListSessionsRequest",
+    "session/prompt": "PromptRequest",
+    "session/cancel": "CancelNotification",
+    "session/set_mode": "SetSessionModeRequest",
+}
+
+
+def _dummy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _dummy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dummy(v) for v in value]
+    if isinstance(value, str):
+        return PLACEHOLDER.sub(lambda m: "/ws" if m.group(1) == "WORKSPACE" else "x", value)
+    return value
+
+
+def not_applicable(acp: ModuleType, shown: dict[str, Any], scenario_file: Path) -> str | None:
+    """Why the SDK client cannot play this scenario faithfully, or None.
+
+    A typed client only writes what its schema allows: no batch or scalar lines, no
+    schema-invalid params (a prompt that is a string or a number, a missing sessionId), and
+    no answer to a request it was never sent. Scenarios that need those judge agents.
+    """
+    lines = scenario_file.read_text("utf-8").split("\n")[1:-1]
+    for line in lines:
+        frame = json.loads(line)
+        sent = frame.get("send", {})
+        if "send_raw" in frame or not isinstance(sent, dict):
+            return "the client would have to write a line that is not a JSON-RPC object"
+    for step in shown["steps"]:
+        if step["kind"] == "response" and not step.get("method"):
+            return f"frame {step['frame']}: a client never answers a request it was not sent"
+        name = SDK_MODELS.get(step.get("method", ""))
+        if step["kind"] == "response" or name is None:
+            continue
+        try:
+            getattr(acp.schema, name).model_validate(_dummy(step.get("params")))
+        except Exception as exc:  # pydantic's ValidationError: the SDK would refuse it
+            first = " ".join(str(exc).splitlines()[:2])
+            method = step["method"]
+            return f"frame {step['frame']}: the SDK client refuses these {method} params ({first})"
+    return None
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    status: int
+    report: str
+    problem: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return self.report.split(" ", 1)[0].strip() if self.report else "NONE"
+
+
+async def _bounded(awaitable: Awaitable[T], seconds: float = WAIT) -> T:
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+async def play(
+    acp: ModuleType,
+    scenario: str,
+    workdir: Path,
+    capabilities: dict[str, Any] | None = None,
+    idle_timeout: str = "5",
+    wrong: Callable[[str, Any], Any] | None = None,
+) -> Outcome:
+    """Play one scenario with the SDK client against ``serve``; return serve's verdict."""
+    shown = json.loads(conformance("show", "--json", scenario))
+    reason = not_applicable(acp, shown, FIXTURES / f"{scenario}.jsonl")
+    if reason is not None:
+        return Outcome(scenario, 0, f"N/A   {scenario}\n{reason}", reason)
+    steps: list[dict[str, Any]] = shown["steps"]
+    workspace = workdir / "workspace"
+    workspace.mkdir(parents=True)
+    for name, content in (shown.get("client_files") or {}).items():
+        target = workspace / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, "utf-8")
+    answers = _scripted_answers(FIXTURES / f"{scenario}.jsonl")
+    harness = Harness(acp, workspace.resolve(), capabilities or FULL_CAPABILITIES, wrong)
+    stderr_path = workdir / "serve.stderr"
+    problem = ""
+    with stderr_path.open("wb") as stderr:
+        async with acp.spawn_agent_process(
+            harness,
+            sys.executable,
+            "-m",
+            "zeroclaw_ref.conformance",
+            "serve",
+            scenario,
+            "--fixtures",
+            str(FIXTURES),
+            "--idle-timeout",
+            idle_timeout,
+            cwd=REPO,
+            env=dict(os.environ),
+            transport_kwargs={"limit": 50 * 1024 * 1024, "stderr": stderr.fileno()},
+        ) as (conn, process):
+            harness.conn = conn
+            conn._conn.add_observer(harness.wire.observe)
+            try:
+                for step in steps:
+                    await harness.after(step)
+                    if step["kind"] == "request":
+                        await harness.request(step, answers)
+                    elif step["kind"] == "notification":
+                        await harness.notification(step)
+                    else:
+                        await harness.response(step)
+                # let the last results arrive before the client leaves
+                with contextlib.suppress(Exception):
+                    await _bounded(asyncio.gather(*harness.tasks.values(), return_exceptions=True))
+            except (Stuck, KeyError, ConnectionError, TimeoutError) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            finally:
+                await harness.cleanup()
+                for task in harness.tasks.values():
+                    task.cancel()
+        status = await _bounded(process.wait(), 60)
+    report = stderr_path.read_text("utf-8", "replace")
+    return Outcome(scenario, status, report, problem)
+
+
+def play_sync(acp: ModuleType, scenario: str, workdir: Path, **kw: Any) -> Outcome:
+    return asyncio.run(play(acp, scenario, workdir, **kw))
