@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.json_at import at, text_at
 from zeroclaw_ref.config.secrets import decrypt, read_key
 
 TOKEN = "mcp.servers.github.env.GITHUB_TOKEN"
@@ -155,7 +156,7 @@ def test_set_scalars_lists_and_enums(cfg: Path) -> None:
         done = _cli(cfg, "set", path, value)
         assert (done.returncode, done.stdout) == (0, f"Updated {path}\n"), done.stderr
     doc = _doc(cfg)
-    assert doc["gateway"]["port"] == 8080  # type: ignore[index]
+    assert at(doc, "gateway", "port") == 8080
     assert doc["autonomy"] == {"allowed_roots": ["~/a", "/b"]}
     assert doc["risk_profiles"] == {"strict": {"level": "full"}}
 
@@ -211,12 +212,12 @@ def test_secrets_from_stdin_are_encrypted_and_never_printed(cfg: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         0, f"Updated {TOKEN}\n", "✓ Secret received\n"
     )  # fmt: skip
-    stored = _doc(cfg)["mcp"]["servers"][0]["env"]["GITHUB_TOKEN"]  # type: ignore[index]
+    stored = text_at(_doc(cfg), "mcp", "servers", 0, "env", "GITHUB_TOKEN")
     key = read_key(cfg / ".secret_key")
     assert key is not None and decrypt(TOKEN, stored, key) == "ghp_abc"
     assert (cfg / ".secret_key").stat().st_mode & 0o777 == 0o600
     # the hand-written plain api_key was encrypted by the same write (CFG-SECRETS-04)
-    assert _doc(cfg)["providers"]["main"]["api_key"].startswith("enc2:")  # type: ignore[index]
+    assert text_at(_doc(cfg), "providers", "main", "api_key").startswith("enc2:")
     assert _cli(cfg, "get", TOKEN).stdout == "****\n"
     removed = _cli(cfg, "set", "--value-stdin", TOKEN, stdin="")
     assert (removed.returncode, removed.stdout, removed.stderr) == (0, f"Removed {TOKEN}\n", "")
@@ -251,7 +252,7 @@ def test_a_terminal_gets_masked_input_and_the_argument_is_ignored(cfg: Path) -> 
     assert output.index("⚠") < output.index("Enter value for")
     assert "✓ Secret received" in output and f"Updated {TOKEN}" in output
     assert "typed-secret" not in output  # no echo
-    stored = _doc(cfg)["mcp"]["servers"][0]["env"]["GITHUB_TOKEN"]  # type: ignore[index]
+    stored = text_at(_doc(cfg), "mcp", "servers", 0, "env", "GITHUB_TOKEN")
     key = read_key(cfg / ".secret_key")
     assert key is not None and decrypt(TOKEN, stored, key) == "typed-secret"
 
@@ -285,7 +286,7 @@ def test_set_under_an_override_still_writes_and_warns(cfg: Path) -> None:
         "warning: gateway.port is overridden by ZEROCLAW_gateway__port; the file value applies "
         "only without that variable\n"
     )
-    assert _doc(cfg)["gateway"]["port"] == 1  # type: ignore[index]
+    assert at(_doc(cfg), "gateway", "port") == 1
 
 
 @pytest.mark.req("CFG-CLI-19", "CFG-CLI-21")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.json_at import at, obj_at, text_at
 from zeroclaw_ref.config import secrets, write
 from zeroclaw_ref.config.edit import EditError
 from zeroclaw_ref.config.load import load_config
@@ -24,9 +25,7 @@ def _doc(cfg: Path) -> dict[str, object]:
 
 
 def _token(cfg: Path) -> str:
-    value = _doc(cfg)["mcp"]["servers"][0]["env"]["GITHUB_TOKEN"]  # type: ignore[index]
-    assert isinstance(value, str)
-    return value
+    return text_at(_doc(cfg), "mcp", "servers", 0, "env", "GITHUB_TOKEN")
 
 
 def _key(cfg: Path) -> bytes:
@@ -57,7 +56,7 @@ def test_no_key_file_is_created_without_a_secret_to_encrypt(tmp_path: Path) -> N
     write.set_text(tmp_path, "gateway.port", "1234")
     write.set_text(tmp_path, "providers.demo.api_key", "op://vault/item/field")
     assert not (tmp_path / ".secret_key").exists()
-    assert _doc(tmp_path)["providers"]["demo"]["api_key"] == "op://vault/item/field"  # type: ignore[index]
+    assert at(_doc(tmp_path), "providers", "demo", "api_key") == "op://vault/item/field"
 
 
 @pytest.mark.req("CFG-SECRETS-13", "CFG-SECRETS-09")
@@ -93,7 +92,7 @@ def test_losing_the_creation_race_uses_the_winners_key(
         Path(dst).write_text(KEY.hex() + "\n")  # another process published first
         real_link(src, dst)
 
-    monkeypatch.setattr(secrets.os, "link", race)
+    monkeypatch.setattr(os, "link", race)  # the os module secrets.py links with
     write.set_text(tmp_path, TOKEN, "v")
     assert secrets.decrypt(TOKEN, _token(tmp_path), KEY) == "v"
     assert (tmp_path / ".secret_key").read_text() == KEY.hex() + "\n"
@@ -107,7 +106,7 @@ def test_a_failed_creation_aborts_the_write_and_cleans_up(
     def refuse(src: Path, dst: Path) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(secrets.os, "link", refuse)
+    monkeypatch.setattr(os, "link", refuse)
     (tmp_path / "config.toml").write_text("[gateway]\nport = 1\n")
     with pytest.raises(EditError) as info:
         write.set_text(tmp_path, TOKEN, "v")
@@ -125,8 +124,8 @@ def test_every_write_encrypts_hand_written_plain_secrets_and_keeps_the_rest(
         "extra_headers = { A = 'op://v/i/f', B = '', C = 'enc:legacy' }\n"
     )
     write.set_text(tmp_path, "gateway.port", "2")
-    provider = _doc(tmp_path)["providers"]["p"]  # type: ignore[index]
-    assert secrets.decrypt("k", provider["api_key"], _key(tmp_path)) == "plain"
+    provider = obj_at(_doc(tmp_path), "providers", "p")
+    assert secrets.decrypt("k", text_at(provider, "api_key"), _key(tmp_path)) == "plain"
     assert provider["extra_headers"] == {"A": "op://v/i/f", "B": "", "C": "enc:legacy"}
 
 
@@ -138,8 +137,8 @@ def test_with_encryption_off_new_secrets_stay_plain_and_old_ones_encrypted(
     write.set_text(tmp_path, TOKEN, "first")
     write.set_text(tmp_path, "secrets.encrypt", "false")
     write.set_text(tmp_path, "mcp.servers.gh.env.OTHER", "second")
-    env = _doc(tmp_path)["mcp"]["servers"][0]["env"]  # type: ignore[index]
-    assert env["OTHER"] == "second" and env["GITHUB_TOKEN"].startswith("enc2:")
+    env = obj_at(_doc(tmp_path), "mcp", "servers", 0, "env")
+    assert env["OTHER"] == "second" and text_at(env, "GITHUB_TOKEN").startswith("enc2:")
     snapshot = load_config(tmp_path, tmp_path / "data", {})
     assert dict(snapshot.mcp.servers[0].env) == {"GITHUB_TOKEN": "first", "OTHER": "second"}
 
@@ -154,11 +153,11 @@ def test_masked_keeps_the_stored_value_and_empty_removes_it(tmp_path: Path) -> N
     assert write.set_text(tmp_path, TOKEN, "").message == f"Removed {TOKEN}"
     assert write.set_text(tmp_path, "providers.demo.api_key", "").changed
     doc = _doc(tmp_path)
-    assert doc["mcp"]["servers"][0]["env"] == {}  # type: ignore[index]
-    assert "api_key" not in doc["providers"]["demo"]  # type: ignore[index]
+    assert at(doc, "mcp", "servers", 0, "env") == {}
+    assert "api_key" not in obj_at(doc, "providers", "demo")
     write.set_text(tmp_path, "agents.default.system_prompt", "")
-    assert doc["agents"]["default"].get("system_prompt") is None  # type: ignore[index]
-    assert _doc(tmp_path)["agents"]["default"]["system_prompt"] == ""  # type: ignore[index]
+    assert obj_at(doc, "agents", "default").get("system_prompt") is None
+    assert at(_doc(tmp_path), "agents", "default", "system_prompt") == ""
 
 
 @pytest.mark.req("CFG-VALUE-04", "CFG-SECRETS-15")
@@ -171,9 +170,9 @@ def test_a_replaced_server_list_encrypts_its_maps_and_keeps_masked_values(tmp_pa
         '[{"name": "gh", "command": "npx", "env": {"GITHUB_TOKEN": "***MASKED***", "N": "new"},'
         ' "headers": {"Gone": "***MASKED***"}}]',
     )
-    server = _doc(tmp_path)["mcp"]["servers"][0]  # type: ignore[index]
-    assert server["env"]["GITHUB_TOKEN"] == stored
-    assert secrets.decrypt("k", server["env"]["N"], _key(tmp_path)) == "new"
+    server = obj_at(_doc(tmp_path), "mcp", "servers", 0)
+    assert at(server, "env", "GITHUB_TOKEN") == stored
+    assert secrets.decrypt("k", text_at(server, "env", "N"), _key(tmp_path)) == "new"
     assert server["headers"] == {}
 
 
@@ -199,7 +198,7 @@ def test_op_references_are_read_with_op_and_never_stored(tmp_path: Path) -> None
     snapshot = load_config(tmp_path, tmp_path / "data", env)
     assert snapshot.providers["p"].api_key == "s3"
     write.set_text(tmp_path, "gateway.port", "2")
-    assert _doc(tmp_path)["providers"]["p"]["api_key"] == "op://vault/item/field"  # type: ignore[index]
+    assert at(_doc(tmp_path), "providers", "p", "api_key") == "op://vault/item/field"
 
 
 @pytest.mark.req("CFG-SECRETS-07", "CFG-SECRETS-16")

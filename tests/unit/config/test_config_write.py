@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.json_at import at, obj_at, objects_at
 from zeroclaw_ref.config import write
 from zeroclaw_ref.config.edit import EditError, check_settable, parse_path
 from zeroclaw_ref.config.load import EMBEDDED_DEFAULT, load_config
@@ -55,7 +56,7 @@ def test_the_first_set_starts_from_the_embedded_default(tmp_path: Path) -> None:
 def test_set_keeps_key_order_appends_new_keys_and_drops_comments(tmp_path: Path) -> None:
     _write(tmp_path, "# mine\n[gateway]\nport = 1\nhost = 'h'\n")
     write.set_text(tmp_path, "gateway.require_pairing", "false")
-    assert list(_doc(tmp_path)["gateway"]) == ["port", "host", "require_pairing"]  # type: ignore[call-overload]
+    assert list(obj_at(_doc(tmp_path), "gateway")) == ["port", "host", "require_pairing"]
     assert "# mine" not in (tmp_path / "config.toml").read_text()
 
 
@@ -133,7 +134,7 @@ def test_set_creates_missing_entries_and_converts_values(tmp_path: Path) -> None
         "strict": {"allowed_commands": ["git", "ls"], "excluded_tools": ["shell"]}
     }
     assert doc["runtime_profiles"] == {"r": {"temperature": 0.5}}
-    servers = doc["mcp"]["servers"]  # type: ignore[index]
+    servers = objects_at(doc, "mcp", "servers")
     assert [s["name"] for s in servers] == ["alpha", "beta", "gamma"]
     assert servers[2] == {"name": "gamma", "url": "https://x.example/mcp"}
 
@@ -247,7 +248,9 @@ def test_unset_removes_what_the_path_names_or_reports_nothing(
     if message.startswith("Nothing"):
         assert file.read_bytes() == before
         return
-    names = [s["name"] for s in _doc(tmp_path).get("mcp", {}).get("servers", [])]  # type: ignore[attr-defined]
+    mcp = _doc(tmp_path).get("mcp", {})
+    assert isinstance(mcp, dict)
+    names = [s["name"] for s in objects_at(mcp, "servers")] if "servers" in mcp else []
     assert not set(gone) & set(names)
 
 
@@ -273,11 +276,11 @@ def test_a_file_using_mcpservers_is_edited_under_that_spelling(tmp_path: Path) -
 def test_rename_changes_the_name_in_place_and_leaves_bundles(tmp_path: Path) -> None:
     _write(tmp_path, SERVERS)
     write.set_text(tmp_path, "mcp.servers.alpha.env.TOKEN", "t0k")
-    stored = _doc(tmp_path)["mcp"]["servers"][0]["env"]["TOKEN"]  # type: ignore[index]
+    stored = at(_doc(tmp_path), "mcp", "servers", 0, "env", "TOKEN")
     outcome = write.rename_server(tmp_path, "alpha", "first")
     assert outcome.message == "Renamed mcp.servers.alpha to mcp.servers.first"
     doc = _doc(tmp_path)
-    servers = doc["mcp"]["servers"]  # type: ignore[index]
+    servers = objects_at(doc, "mcp", "servers")
     assert servers[0] == {"name": "first", "command": "a", "env": {"TOKEN": stored}}
     assert [s["name"] for s in servers] == ["first", "beta"]
     assert doc["mcp_bundles"] == {"dev": {"servers": ["alpha"]}}
@@ -306,14 +309,14 @@ def test_rename_refusals(tmp_path: Path, old: str, new: str, message: str) -> No
 def test_rename_may_change_only_the_case_of_its_own_name(tmp_path: Path) -> None:
     _write(tmp_path, SERVERS)
     write.rename_server(tmp_path, "alpha", "Alpha")
-    assert _doc(tmp_path)["mcp"]["servers"][0]["name"] == "Alpha"  # type: ignore[index]
+    assert at(_doc(tmp_path), "mcp", "servers", 0, "name") == "Alpha"
 
 
 @pytest.mark.req("CFG-UI-05")
 def test_create_server_appends_a_named_server_and_refuses_duplicates(tmp_path: Path) -> None:
     _write(tmp_path, SERVERS)
     assert write.create_server(tmp_path, "gamma").message == "Created mcp.servers.gamma"
-    assert _doc(tmp_path)["mcp"]["servers"][2] == {"name": "gamma"}  # type: ignore[index]
+    assert at(_doc(tmp_path), "mcp", "servers", 2) == {"name": "gamma"}
     with pytest.raises(EditError) as info:
         write.create_server(tmp_path, "Alpha")
     assert info.value.lines == ("mcp.servers contains duplicate name: Alpha",)

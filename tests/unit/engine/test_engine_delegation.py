@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.internals import model_requests, request_messages
+from tests.helpers.json_at import at, list_at, text_at
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.cancel import CancelToken
@@ -17,7 +19,7 @@ from zeroclaw_ref.core.clock import SystemClock
 from zeroclaw_ref.core.ids import SequentialIds
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.engine.delegation import Delegation
-from zeroclaw_ref.engine.events import Completed, TextDelta, ToolFinished, TurnEvent
+from zeroclaw_ref.engine.events import Completed, TextDelta, ToolFinished, TurnEvent, TurnOutcome
 from zeroclaw_ref.engine.execution import ResolvedAgentExecution
 from zeroclaw_ref.engine.resolve import (
     PathRequest,
@@ -95,8 +97,8 @@ def _delegate_turns(final: str = "parent done", **arguments: JSON) -> list[JSONO
 
 def _config(
     root: Path,
-    parent_turns: list[JSONObject],
-    child_turns: list[JSONObject] | None = None,
+    parent_turns: Sequence[Mapping[str, object]],
+    child_turns: Sequence[Mapping[str, object]] | None = None,
     *,
     lead_profile: str = "",
     helper_profile: str = "",
@@ -124,7 +126,7 @@ def _config(
 @dataclass
 class Run:
     parent: ResolvedAgentExecution
-    outcome: object
+    outcome: TurnOutcome
     events: list[TurnEvent]
     resolved: list[ResolvedAgentExecution]
 
@@ -178,7 +180,7 @@ def _records(root: Path) -> list[JSONObject]:
 
 def _child_requests(run: Run) -> list[JSONObject]:
     (child,) = run.children
-    return child.model.provider.requests  # type: ignore[attr-defined, no-any-return]
+    return model_requests(child)
 
 
 # --- refusals ---------------------------------------------------------------------------
@@ -210,7 +212,7 @@ def test_a_child_at_the_default_depth_limit_cannot_delegate_again(
     tmp_path: Path,
     observed: list[ResolvedAgentExecution],
 ) -> None:
-    child_turns = [
+    child_turns: list[JSONObject] = [
         {"tool_calls": [_call("delegate", "d2", agent="other", prompt="deeper")]},
         {"chunks": ["child gave up"]},
     ]
@@ -224,8 +226,8 @@ def test_a_child_at_the_default_depth_limit_cannot_delegate_again(
     run = _run(config, observed)
     assert run.tool_outputs() == ["child gave up"]
     (record,) = _records(tmp_path)
-    tool_messages = [m for m in record["messages"] if m["role"] == "tool"]  # type: ignore[index, union-attr]
-    assert [m["content"] for m in tool_messages] == ["Error: Delegation depth limit reached (1)"]  # type: ignore[index]
+    tool_messages = [m for m in request_messages(record) if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["Error: Delegation depth limit reached (1)"]
     assert len(run.children) == 1  # no grandchild was resolved
 
 
@@ -239,7 +241,7 @@ def test_a_child_at_the_default_depth_limit_cannot_delegate_again(
 )
 def test_a_child_that_cannot_be_resolved_fails_closed(
     tmp_path: Path,
-    observed: list,
+    observed: list[ResolvedAgentExecution],
     target: str,
     reason: str,
 ) -> None:
@@ -278,7 +280,10 @@ def test_without_context_the_message_is_the_prompt_alone(
     tmp_path: Path, observed: list[ResolvedAgentExecution]
 ) -> None:
     run = _run(_config(tmp_path, _delegate_turns()), observed)
-    assert _child_requests(run)[0]["messages"][1] == {"role": "user", "content": "Review diff.txt"}  # type: ignore[index]
+    assert at(_child_requests(run), 0, "messages", 1) == {
+        "role": "user",
+        "content": "Review diff.txt",
+    }
 
 
 @pytest.mark.req("POL-DELEG-10", "POL-PATH-22")
@@ -315,10 +320,10 @@ def test_each_child_run_leaves_a_lineage_record(
     }
     assert record["depth"] == 1 and record["surface"] == "cron" and record["outcome"] == "success"
     assert isinstance(record["started_at"], str) and isinstance(record["finished_at"], str)
-    messages = record["messages"]
-    assert messages[0] == {"role": "system", "content": child.io.system_prompt}  # type: ignore[index]
-    assert messages[1] == {"role": "user", "content": "Review diff.txt"}  # type: ignore[index]
-    assert messages[-1]["role"] == "assistant" and messages[-1]["content"] == "child answer"  # type: ignore[index]
+    messages = request_messages(record)
+    assert messages[0] == {"role": "system", "content": child.io.system_prompt}
+    assert messages[1] == {"role": "user", "content": "Review diff.txt"}
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"] == "child answer"
 
 
 @pytest.mark.req("POL-DELEG-07")
@@ -340,9 +345,10 @@ def test_success_returns_the_answer_and_the_link(
     # and through a real turn the parent's model gets the answer text as the tool result
     run = _run(_config(tmp_path / "t", _delegate_turns()), observed)
     assert run.tool_outputs() == ["child answer"]
+    assert isinstance(run.outcome, Completed)
     assert any(
         m.get("content") == "child answer" for m in run.outcome.messages if m["role"] == "tool"
-    )  # type: ignore[attr-defined]
+    )
 
 
 @pytest.mark.req("POL-DELEG-07", "POL-DELEG-08")
@@ -383,7 +389,7 @@ def test_a_cron_parents_caller_list_bounds_the_child(
 def test_child_events_stay_out_of_the_parents_stream(
     tmp_path: Path, observed: list[ResolvedAgentExecution]
 ) -> None:
-    child_turns = [
+    child_turns: list[JSONObject] = [
         {"tool_calls": [_call("todo_write", "c1", todos=[])]},
         {"chunks": ["child ", "answer"]},
     ]
@@ -398,7 +404,7 @@ def test_child_events_stay_out_of_the_parents_stream(
 def test_child_approvals_go_through_the_parents_operator(
     tmp_path: Path, observed: list[ResolvedAgentExecution]
 ) -> None:
-    child_turns = [
+    child_turns: list[JSONObject] = [
         {"tool_calls": [_call("file_write", "c1", path="x.txt", content="x")]},
         {"chunks": ["written"]},
     ]
@@ -414,8 +420,8 @@ def test_child_approvals_go_through_the_parents_operator(
     (child,) = run.children
     assert child.io.interaction == "acp_backchannel"
     (record,) = _records(tmp_path)
-    tool_messages = [m for m in record["messages"] if m["role"] == "tool"]  # type: ignore[index, union-attr]
-    assert tool_messages[0]["content"] == "Denied by user."  # type: ignore[index]
+    tool_messages = [m for m in request_messages(record) if m["role"] == "tool"]
+    assert tool_messages[0]["content"] == "Denied by user."
 
 
 @pytest.mark.req("POL-DELEG-03", "POL-APPROVE-07")
@@ -423,14 +429,14 @@ def test_a_child_under_a_non_interactive_parent_has_no_operator(
     tmp_path: Path,
     observed: list[ResolvedAgentExecution],
 ) -> None:
-    child_turns = [
+    child_turns: list[JSONObject] = [
         {"tool_calls": [_call("file_write", "c1", path="x.txt", content="x")]},
         {"chunks": ["gave up"]},
     ]
     run = _run(_config(tmp_path, _delegate_turns(), child_turns), observed)
     (record,) = _records(tmp_path)
-    tool_messages = [m for m in record["messages"] if m["role"] == "tool"]  # type: ignore[index, union-attr]
-    assert "This was not a user's decision." in tool_messages[0]["content"]  # type: ignore[index, operator]
+    tool_messages = [m for m in request_messages(record) if m["role"] == "tool"]
+    assert "This was not a user's decision." in text_at(tool_messages, 0, "content")
     assert not (tmp_path / "cfg" / "agents" / "helper" / "workspace" / "x.txt").exists()
     assert run.children[0].io.interaction == "none"
 
@@ -448,7 +454,7 @@ def test_memory_is_stripped_for_a_child_under_an_acp_parent(
     assert child.memory.enabled is False and child.memory.store_path is None
     assert child.lineage.surface == "acp" and child.lineage.depth == 1
     assert "deliver_file" not in child.io.tools.names
-    assert not MEMORY_TOOLS & set(_child_requests(run)[0]["tools"])  # type: ignore[arg-type]
+    assert not MEMORY_TOOLS.intersection(list_at(_child_requests(run)[0], "tools"))
     assert not (tmp_path / "data" / "memory").exists()
 
 
