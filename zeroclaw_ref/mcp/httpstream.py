@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zeroclaw_ref.core.cancel import Slot
@@ -73,48 +74,90 @@ def read_post_stream(
     parser = SseParser()
     resumptions = 0
     while True:
-        ended_by: Exception | None = None
-        try:
-            if prefetched is not None:
-                chunks = iter([prefetched])
-                prefetched = None
-            else:
-                chunks = httpbody.sse_limit_checks(name, body, transport.limit)
-            for chunk in chunks:
-                for event in parser.feed(chunk):
-                    deliver(name, transport.router, event, generation)
-                if slot.filled:
-                    return None  # [MCP-SIZE-07] stop counting: the stream is closed now
-        except (OSError, ValueError) as exc:
-            ended_by = exc
+        ended_by = _read_stream(transport, body, parser, slot, generation, prefetched)
+        prefetched = None
         if exchange.aborted.is_set() or slot.filled:
             return None
         if parser.last_event_id is None or transport.modern:  # [MCP-MOD-17] no resumption
-            if ended_by is not None:  # [MCP-HTTP-30]
-                cause = getattr(ended_by, "name", None) or type(ended_by).__name__
-                return errors.outcome_unknown(name, op, f"connection error: {cause}")
-            return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)  # [MCP-HTTP-29]
+            return _no_reply(name, op, ended_by)
         if resumptions >= transport.options.max_resumptions:
             return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)
         resumptions += 1
-        wait_s = (parser.retry_ms if parser.retry_ms is not None else DEFAULT_RETRY_MS) / 1000
-        if time.monotonic() + wait_s > deadline:
-            return None  # [MCP-HTTP-27] the caller's wait ends with the timeout text
-        if exchange.aborted.wait(wait_s):
-            return None
-        remaining = max(0.001, deadline - time.monotonic())
-        try:
-            fresh = transport.get((min(30.0, remaining), remaining), parser.last_event_id)
-        except (OSError, ValueError) as exc:
-            return errors.outcome_unknown(name, op, f"connection error: {type(exc).__name__}")
-        body.close()
-        body = fresh
-        exchange.body = fresh
-        if exchange.aborted.is_set():
-            return None
-        if not 200 <= fresh.status < 300 or not httpbody.is_sse(fresh.content_type):
-            return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)
-        parser = _continue(parser)
+        resumed = _resume(transport, body, exchange, parser, deadline, op)
+        if isinstance(resumed, _GiveUp):
+            return resumed.outcome
+        body, parser = resumed, _continue(parser)
+
+
+def _read_stream(
+    transport: HttpTransport,
+    body: RequestsBody,
+    parser: SseParser,
+    slot: Slot[Outcome],
+    generation: int,
+    prefetched: bytes | None,
+) -> Exception | None:
+    """Feed one response stream (or the bytes already read from it) to `parser`, routing each
+    event, until it ends or our reply was routed; returns the error that ended it, if any."""
+    name = transport.name
+    try:
+        if prefetched is not None:
+            chunks = iter([prefetched])
+        else:
+            chunks = httpbody.sse_limit_checks(name, body, transport.limit)
+        for chunk in chunks:
+            for event in parser.feed(chunk):
+                deliver(name, transport.router, event, generation)
+            if slot.filled:
+                return None  # [MCP-SIZE-07] stop counting: the stream is closed now
+    except (OSError, ValueError) as exc:
+        return exc
+    return None
+
+
+def _no_reply(name: str, op: str, ended_by: Exception | None) -> Outcome:
+    """The stream ended without our reply and cannot be resumed."""
+    if ended_by is not None:  # [MCP-HTTP-30]
+        cause = getattr(ended_by, "name", None) or type(ended_by).__name__
+        return errors.outcome_unknown(name, op, f"connection error: {cause}")
+    return errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE)  # [MCP-HTTP-29]
+
+
+@dataclass(frozen=True, slots=True)
+class _GiveUp:
+    """Resumption stopped; `outcome` is the failure to report (None: nothing to report)."""
+
+    outcome: Outcome | None
+
+
+def _resume(
+    transport: HttpTransport,
+    body: RequestsBody,
+    exchange: Exchange,
+    parser: SseParser,
+    deadline: float,
+    op: str,
+) -> RequestsBody | _GiveUp:
+    """[MCP-HTTP-26] wait the server's retry time, then GET the stream again from its last
+    event id; the new body replaces the old one in `exchange`."""
+    name = transport.name
+    wait_s = (parser.retry_ms if parser.retry_ms is not None else DEFAULT_RETRY_MS) / 1000
+    if time.monotonic() + wait_s > deadline:
+        return _GiveUp(None)  # [MCP-HTTP-27] the caller's wait ends with the timeout text
+    if exchange.aborted.wait(wait_s):
+        return _GiveUp(None)
+    remaining = max(0.001, deadline - time.monotonic())
+    try:
+        fresh = transport.get((min(30.0, remaining), remaining), parser.last_event_id)
+    except (OSError, ValueError) as exc:
+        return _GiveUp(errors.outcome_unknown(name, op, f"connection error: {type(exc).__name__}"))
+    body.close()
+    exchange.body = fresh
+    if exchange.aborted.is_set():
+        return _GiveUp(None)
+    if not 200 <= fresh.status < 300 or not httpbody.is_sse(fresh.content_type):
+        return _GiveUp(errors.outcome_unknown(name, op, errors.CAUSE_NO_SSE_RESPONSE))
+    return fresh
 
 
 class GetListener:
