@@ -103,7 +103,7 @@ class TurnProjector:
         self,
         session_id: str,
         workspace: Path,
-        send_update: Callable[[str], None],
+        send_update: Callable[[JSONObject], None],
         send_trimmed: Callable[[JSONObject], None],
     ) -> None:
         self.session_id = session_id
@@ -112,16 +112,15 @@ class TurnProjector:
         self._send_trimmed = send_trimmed
         self.open_calls: dict[str, str] = {}  # call id -> tool name, in emission order
         self.streamed_text: list[str] = []
-        # Design: each update is encoded once; the wire line and the update log share the
-        # text (ACP-STORE-10 stores exactly what was sent).
+        # Each update as the store keeps it: encoded from the same object that is sent, so the
+        # log holds exactly what the client received (ACP-STORE-10).
         self.update_log: list[str] = []
         self.last_plan: list[JSON] | None = None
 
     def emit(self, update: JSONObject) -> None:
         """Send one update and log it for replay (ACP-STORE-10)."""
-        encoded = dumps(update)
-        self.update_log.append(encoded)
-        self._send_update(encoded)
+        self.update_log.append(dumps(update))
+        self._send_update(update)
 
     def on_event(self, event: TurnEvent) -> None:
         """[ACP-PROMPT-23] project and send each event as it arrives (order: ACP-UPD-18)."""
@@ -206,7 +205,7 @@ class TurnProjector:
             {"type": "content", "content": {"type": "resource", "resource": resource}},
         ]
         self.update_log.append(dumps(logged))
-        self._send_update(dumps(update))
+        self._send_update(update)
 
     @staticmethod
     def _tool_call_update(call_id: str, name: str, output: str, status: str) -> JSONObject:

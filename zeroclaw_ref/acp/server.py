@@ -34,7 +34,7 @@ from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import ConfigSnapshot
 from zeroclaw_ref.core.clock import Clock, rfc3339
 from zeroclaw_ref.core.ids import IdFactory
-from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
+from zeroclaw_ref.core.jsontypes import JSON, JSONObject
 from zeroclaw_ref.core.scrub import clean_output
 from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Deferred, Endpoint, Handler
 from zeroclaw_ref.sandbox.probe import describe as describe_sandbox
@@ -400,7 +400,7 @@ class AcpServer:
         if call.method == w.METHOD_SESSION_LOAD:
             updates = [t.updates_json for t in stored.turns]
             for update in replay_updates(updates, workspace):  # [ACP-LOAD-09..12]
-                self._send_update(session_id, dumps(update))
+                self._send_update(session_id, update)
 
     # --- session/list, session/delete (stable ACP v1; acp/listing.py) ---------------------
 
@@ -468,17 +468,9 @@ class AcpServer:
                 del self._active[session.id]
         session.execution.close()
 
-    def _send_update(self, session_id: str, update_json: str) -> None:
-        """[ACP-UPD-01] the notification around an already encoded update."""
-        self.endpoint.send_line(
-            '{"jsonrpc":"2.0","method":"'
-            + w.METHOD_SESSION_UPDATE
-            + '","params":{"sessionId":'
-            + dumps(session_id)
-            + ',"update":'
-            + update_json
-            + "}}"
-        )
+    def _send_update(self, session_id: str, update: JSONObject) -> None:
+        """[ACP-UPD-01] one `session/update` notification carrying `update`."""
+        self.endpoint.notify(w.METHOD_SESSION_UPDATE, {"sessionId": session_id, "update": update})
 
     def _send_trimmed(self, params: JSONObject) -> None:
         """[ACP-UPD-15]"""

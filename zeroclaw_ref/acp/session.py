@@ -111,7 +111,7 @@ class AcpSession:
         execution: ResolvedAgentExecution,
         engine: TurnEngine,
         clock: Clock,
-        send_update: Callable[[str, str], None],
+        send_update: Callable[[str, JSONObject], None],
         send_trimmed: Callable[[JSONObject], None],
         on_gone: Callable[[AcpSession], None],
         history: list[JSONObject] | None = None,

@@ -536,7 +536,7 @@ def test_the_slot_is_free_and_the_turn_stored_when_the_answer_is_written(
 
 @pytest.mark.req("ACP-UPD-16")
 def test_usage_events_produce_no_message(tmp_path: Path) -> None:
-    sent: list[str] = []
+    sent: list[JSONObject] = []
     trimmed: list[JSONObject] = []
     projector = TurnProjector("s", tmp_path, sent.append, trimmed.append)
     projector.on_event(UsageReported(input_tokens=10, output_tokens=3))

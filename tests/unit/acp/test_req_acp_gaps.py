@@ -521,11 +521,11 @@ def _delivered(tmp_path: Path) -> tuple[Path, JSONObject, str]:
 
 
 def _project(ws: Path, event: ToolFinished) -> Message:
-    sent: list[str] = []
+    sent: list[JSONObject] = []
     projector = TurnProjector("s", ws, sent.append, lambda _p: None)
     projector.on_event(ToolCallStarted(event.id, event.name, {"path": "x"}))
     projector.on_event(event)
-    return json.loads(sent[-1])  # type: ignore[no-any-return]
+    return sent[-1]
 
 
 @pytest.mark.req("ACP-DELIV-13")
@@ -606,7 +606,7 @@ def _every_variant(tmp_path: Path) -> list[Message]:
     """Updates of every shape the projector makes: each built-in name, an unknown and an MCP
     name, edit diffs, plans, a delivery, failures and the cancel marker."""
     ws, artifact, output = _delivered(tmp_path)
-    sent: list[str] = []
+    sent: list[JSONObject] = []
     projector = TurnProjector("s", ws, sent.append, lambda _p: None)
     projector.on_event(TextDelta("hi"))
     projector.on_event(ThoughtDelta("hmm"))
@@ -627,7 +627,7 @@ def _every_variant(tmp_path: Path) -> list[Message]:
     projector.on_event(ToolCallStarted("open", "shell", {"command": "ls"}))
     projector.close_open_calls("Agent turn failed: boom")
     projector.turn_cancelled("t1")
-    return [json.loads(line) for line in sent]
+    return list(sent)
 
 
 @pytest.mark.req("ACP-UPD-03")
