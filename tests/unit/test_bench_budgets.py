@@ -1,5 +1,6 @@
 """mcp.md §15.3: every MCP-PERF target is a budget in bench/budgets.toml with the spec's ceiling,
-on a bench case that exists and compares against the named peer.
+on a bench case that exists and compares against the named peer; likewise the ACP agent's own
+targets (ZC-PERF-01, ZC-PERF-02) against the SDK echo agent.
 
 Configuration only: nothing here runs a benchmark or measures time (DESIGN §11.2, §12). The case
 modules are read as source (never imported), since bench/ is not a package of this project.
@@ -86,6 +87,66 @@ def test_each_mcp_perf_target_is_a_budget_with_the_spec_ceiling(
     clients = _case_clients(case)
     assert clients[0] == "ours", f"{rule}: {case} does not measure ours first"
     assert peer in clients, f"{rule}: {case} does not run the peer {peer}"
+
+
+# (requirement, case, ceiling) of the ACP agent cases; both compare against the SDK echo agent.
+ACP_RULES = [
+    ("ZC-PERF-01", "acp_startup", 0.25),
+    ("ZC-PERF-02", "acp_prompt_rtt", 2.0),
+]
+
+
+def _literal_function_result(case: str, function: str) -> object:
+    """What a case function returns when its body is `return <literal>` for the full run."""
+    tree = ast.parse((BENCH / "cases" / f"{case}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            returned = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+            assert len(returned) == 1 and isinstance(returned[0].value, ast.IfExp), function
+            return ast.literal_eval(returned[0].value.orelse)  # `quick_value if quick else full`
+    raise AssertionError(f"bench/cases/{case}.py has no {function}()")
+
+
+def _module_constant(case: str, name: str) -> object:
+    tree = ast.parse((BENCH / "cases" / f"{case}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"bench/cases/{case}.py declares no {name}")
+
+
+@pytest.mark.req("ZC-PERF-01", "ZC-PERF-02")
+@pytest.mark.parametrize(("rule", "case", "ceiling"), ACP_RULES)
+def test_each_acp_agent_target_is_a_budget_against_the_sdk_echo_agent(
+    rule: str, case: str, ceiling: float
+) -> None:
+    budget = _budgets()[case]
+    assert isinstance(budget, dict), f"{rule}: one budget for {case}"
+    assert budget["peer"] == "sdk" and budget["statistic"] == "median", rule
+    assert [k for k in KINDS if k in budget] == ["max_ratio"], f"{rule}: a ratio ceiling only"
+    assert budget["max_ratio"] == ceiling, f"{rule}: ceiling {budget['max_ratio']}, not {ceiling}"
+    assert case in _run_py_cases(), f"{rule}: bench/run.py does not run {case}"
+    # The ACP cases run bench/client.py's agent_specs: ours (no config.toml, so the default
+    # store) and the SDK echo agent.
+    client = (BENCH / "client.py").read_text(encoding="utf-8")
+    assert 'AgentSpec("ours", (sys.executable, "-m", "zeroclaw_ref", "acp"), env)' in client
+    assert (
+        'AgentSpec("sdk", (sys.executable, str(BENCH_DIR / "peers" / "sdk_echo_agent.py"))'
+        in client
+    )
+
+
+@pytest.mark.req("ZC-PERF-02")
+def test_the_round_trip_case_times_200_prompts_to_3_sessions_with_a_blocking_client() -> None:
+    source = (BENCH / "cases" / "acp_prompt_rtt.py").read_text(encoding="utf-8")
+    assert _module_constant("acp_prompt_rtt", "SESSIONS") == 3
+    prompts = _literal_function_result("acp_prompt_rtt", "_prompts")
+    assert isinstance(prompts, tuple) and len(prompts) == 2
+    warm, measured = prompts
+    assert measured == 200 and warm > 0
+    assert "BlockingClient(spec, cwd)" in source and "RawClient" not in source
 
 
 @pytest.fixture

@@ -1,20 +1,22 @@
 """Keep the stdio ACP server's threads on one CPU, and never pass that pin on to children.
 
-Why pin at all: every prompt crosses three threads (reader → session worker → writer,
-acp.md ACP-TR-28), and the GIL lets only one of them run Python at a time, so spreading them
-over several CPUs buys no parallelism. It does cost a cross-CPU wake-up at every hand-off: an
-inter-processor interrupt and a cold cache on the receiving side. Measured with
-bench/acp_prompt_rtt on a 2-CPU machine, pinning alone takes the prompt round trip from about
-0.40 ms to 0.28 ms.
-
-Why `SCHED_BATCH` as well: on one CPU, a hand-off still costs extra context switches. The
-woken thread preempts the one that woke it, finds the GIL taken and goes back to sleep, and it
-only runs when the first one blocks. Batch threads do not preempt on wake-up, so each
-hand-off is a single switch at the moment the GIL is free anyway. Measured the same way:
-about 6 switches per prompt on the session thread become 1, and the round trip drops another
-~10 %. The cost is that a woken thread may wait for the running one's time slice. That only
-matters while another process competes for the same CPU, and then by milliseconds, which
-nothing interactive in ACP notices.
+Why this trick stays (issue 17 item 3): every prompt crosses three threads (reader → session
+worker → writer, acp.md ACP-TR-28) and the GIL lets only one of them run Python at a time, so
+spreading them over CPUs buys no parallelism. It costs wake-ups instead: a cross-CPU wake-up at
+every hand-off, and a woken thread that preempts the one that woke it, finds the GIL taken and
+goes back to sleep. Pinning the threads to one CPU *and* running them as `SCHED_BATCH` (batch
+threads do not preempt on wake-up) makes each hand-off one switch at the moment the GIL is free.
+Measured with bench/acp_prompt_rtt (a blocking client in its own process, 200 prompts × 3
+sessions, alternated with the SDK echo agent; 2 shared CPUs, load average 0.8-6.3):
+- round trip, pinned / unpinned in the same round: median 0.68 (0.37-0.99, faster in 14 of 14
+  rounds); over all 56 rounds of five runs, median 0.81, faster in 48;
+- ratio to the SDK agent: 1.04 (0.68-1.58) pinned, 1.59 (1.12-2.52) unpinned;
+- CPU per prompt 271 µs in 3.6 time slices pinned, 424 µs in 12.6 slices unpinned;
+- either half alone gains nothing: affinity without batch 0.97 of unpinned (38 rounds), batch
+  without affinity 1.00 (26 rounds).
+The cost is that a woken thread may wait for the running one's time slice. That only matters
+while another process competes for the same CPU, and then by milliseconds, which nothing
+interactive in ACP notices.
 
 How it stays harmless:
 - Linux affinity belongs to a *thread* and is copied to every thread and process it creates.
