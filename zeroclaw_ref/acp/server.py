@@ -257,11 +257,9 @@ class AcpServer:
             execution,
             self.engine,
             self.clock,
-            self._send_update,
-            self._send_trimmed,
-            self._forget,
+            self,
             history=seed.history if seed else None,
-            persist=self._persist if self.store is not None else None,
+            stored=self.store is not None,
             ids=self.ids,
         )
         approver.attach(session.send_out_of_band)
@@ -270,7 +268,7 @@ class AcpServer:
         session.start()
         return session
 
-    def _persist(self, session_id: str, messages: str, updates: str, plan: str | None) -> None:
+    def persist_turn(self, session_id: str, messages: str, updates: str, plan: str | None) -> None:
         """[ACP-STORE-09] one transaction per completed turn, before its result is sent.
 
         Raises:
@@ -396,11 +394,11 @@ class AcpServer:
         if stored.plan_json is not None:
             session.restore_plan(stored.plan_json)  # [ACP-RESUME-02] runtime state only
         if seed.dropped_messages:
-            self._send_trimmed(trimmed_params(session_id, seed))  # [ACP-LOAD-07] first
+            self.send_trimmed(trimmed_params(session_id, seed))  # [ACP-LOAD-07] first
         if call.method == w.METHOD_SESSION_LOAD:
             updates = [t.updates_json for t in stored.turns]
             for update in replay_updates(updates, workspace):  # [ACP-LOAD-09..12]
-                self._send_update(session_id, update)
+                self.send_update(session_id, update)
 
     # --- session/list, session/delete (stable ACP v1; acp/listing.py) ---------------------
 
@@ -460,7 +458,7 @@ class AcpServer:
             self._draining[session_id] = session
         return session
 
-    def _forget(self, session: AcpSession) -> None:
+    def session_gone(self, session: AcpSession) -> None:
         """Called by a worker as it ends: the session is gone from memory (ACP-TR-38)."""
         with self._lock:
             self._draining.pop(session.id, None)
@@ -468,11 +466,11 @@ class AcpServer:
                 del self._active[session.id]
         session.execution.close()
 
-    def _send_update(self, session_id: str, update: JSONObject) -> None:
+    def send_update(self, session_id: str, update: JSONObject) -> None:
         """[ACP-UPD-01] one `session/update` notification carrying `update`."""
         self.endpoint.notify(w.METHOD_SESSION_UPDATE, {"sessionId": session_id, "update": update})
 
-    def _send_trimmed(self, params: JSONObject) -> None:
+    def send_trimmed(self, params: JSONObject) -> None:
         """[ACP-UPD-15]"""
         self.endpoint.notify(w.METHOD_HISTORY_TRIMMED, params)
 

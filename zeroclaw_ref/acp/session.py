@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from zeroclaw_ref.core.cancel import CancelToken
 from zeroclaw_ref.core.clock import Clock
@@ -101,6 +102,26 @@ class _Finish:
 Job = _Turn | _Finish
 
 
+class SessionHost(Protocol):
+    """What a session asks of the server that owns it; `AcpServer` is the one host."""
+
+    def send_update(self, session_id: str, update: JSONObject) -> None:
+        """Send one `session/update` notification (ACP-UPD-01)."""
+
+    def send_trimmed(self, params: JSONObject) -> None:
+        """Send one `_zeroclaw/history_trimmed` notification (ACP-UPD-15)."""
+
+    def session_gone(self, session: AcpSession) -> None:
+        """The session's worker is ending: forget it and close its execution (ACP-TR-38)."""
+
+    def persist_turn(self, session_id: str, messages: str, updates: str, plan: str | None) -> None:
+        """Store one completed turn in one transaction (ACP-STORE-09).
+
+        Raises:
+            StoreError: the store refused; the session logs it (ACP-STORE-13).
+        """
+
+
 class AcpSession:
     """A published session; the server owns the active set, the session owns its worker."""
 
@@ -111,11 +132,9 @@ class AcpSession:
         execution: ResolvedAgentExecution,
         engine: TurnEngine,
         clock: Clock,
-        send_update: Callable[[str, JSONObject], None],
-        send_trimmed: Callable[[JSONObject], None],
-        on_gone: Callable[[AcpSession], None],
+        host: SessionHost,
         history: list[JSONObject] | None = None,
-        persist: Callable[[str, str, str, str | None], None] | None = None,
+        stored: bool = False,
         ids: IdFactory | None = None,
     ) -> None:
         self.id = session_id
@@ -124,11 +143,9 @@ class AcpSession:
         self.execution = execution
         self._engine = engine
         self._clock = clock
-        self._send_update = send_update
-        self._send_trimmed = send_trimmed
-        self._on_gone = on_gone
+        self._host = host
         self.history: list[JSONObject] = list(history or [])
-        self._persist = persist  # None without a store (ACP-STORE-04)
+        self._stored = stored  # False without a store (ACP-STORE-04)
         self.plan: list[JSON] | None = None
         self.last_active = clock.now()
         self._state = State.IDLE
@@ -233,14 +250,17 @@ class AcpSession:
                 self._turn(job)
                 continue
             self._fire(Event.WORKER_DONE)
-            self._on_gone(self)  # unregister before answering, so the id is free again
+            self._host.session_gone(self)  # unregister before answering, so the id is free again
             if job.call is not None:
                 job.call.reply(job.result)
             return
 
     def _turn(self, job: _Turn) -> None:
         projector = TurnProjector(
-            self.id, self.workspace, lambda u: self._send_update(self.id, u), self._send_trimmed
+            self.id,
+            self.workspace,
+            lambda u: self._host.send_update(self.id, u),
+            self._host.send_trimmed,
         )
         self._projector = projector
         try:
@@ -288,7 +308,7 @@ class AcpSession:
         """[ACP-STORE-09] [ACP-STORE-10] one transaction: the messages and the update log,
         which starts with the rendered prompt; [ACP-STORE-13] a failure is logged and the
         turn still ends normally from memory."""
-        if self._persist is None:
+        if not self._stored:
             return
         first = dumps(
             {
@@ -299,7 +319,7 @@ class AcpSession:
         updates = "[" + ",".join([first, *projector.update_log]) + "]"
         plan = dumps(projector.last_plan) if projector.last_plan is not None else None
         try:
-            self._persist(self.id, dumps(list(outcome.messages)), updates, plan)
+            self._host.persist_turn(self.id, dumps(list(outcome.messages)), updates, plan)
         except StoreError as exc:
             log.warning("failed to persist a turn of session %s: %s", self.id, exc)
 
@@ -312,7 +332,7 @@ class AcpSession:
         trimmed = trim(self.history, limit)
         if trimmed.dropped:
             self.history = list(trimmed.kept)
-            self._send_trimmed(
+            self._host.send_trimmed(
                 {
                     "sessionId": self.id,
                     "droppedMessages": trimmed.dropped,
