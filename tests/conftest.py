@@ -91,15 +91,15 @@ def require_peer(name: str) -> ModuleType | str:
         return found
     if name == "chromium":
         # Debian's browser and its matching driver, driven through selenium (the dashboard tests).
-        found = {tool: shutil.which(tool) for tool in ("chromium", "chromedriver")}
-        absent = [tool for tool, path in found.items() if path is None]
+        browser = {tool: shutil.which(tool) for tool in ("chromium", "chromedriver")}
+        absent = [tool for tool, path in browser.items() if path is None]
         if absent:
             _missing(name, f"{', '.join(absent)} not on PATH")
         try:
             importlib.import_module("selenium")
         except ImportError as exc:
             _missing(name, str(exc))
-        return str(found["chromium"])
+        return str(browser["chromium"])
     if name == "landlock":
         from zeroclaw_ref.sandbox.probe import landlock_problem
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
 from zeroclaw_ref.config.model import McpServerConfig
-from zeroclaw_ref.mcp import McpOptions, McpRegistry, listcache
+from zeroclaw_ref.mcp import ClientHandlers, McpOptions, McpRegistry, listcache
 from zeroclaw_ref.mcp import era as eras
 
 SERVER = Path(__file__).resolve().parents[2] / "helpers" / "mcp_server.py"
@@ -31,17 +32,23 @@ def _fresh_eras() -> Iterator[None]:
     listcache.clear_shared()
 
 
-def stdio_config(*args: str, name: str = "peer", **fields: object) -> McpServerConfig:
-    """A server entry that runs the scripted server with `args`."""
-    return McpServerConfig(
-        name=name,
-        command=sys.executable,
-        args=(str(SERVER), *args),
-        **fields,  # type: ignore[arg-type]
-    )
+def stdio_config(*args: str, name: str = "peer", **fields: Any) -> McpServerConfig:
+    """A server entry that runs the scripted server with `args`; `fields` set other entries of
+    the config (checked by `dataclasses.replace`: an unknown field name fails the test)."""
+    config = McpServerConfig(name=name, command=sys.executable, args=(str(SERVER), *args))
+    return replace(config, **fields)
 
 
-Connect = Callable[..., McpRegistry]
+class Connect(Protocol):
+    """The `connect` fixture: `McpRegistry.connect_all` with FAST options by default."""
+
+    def __call__(
+        self,
+        *configs: McpServerConfig,
+        options: McpOptions = ...,
+        handlers: ClientHandlers | None = None,
+        workspace: Path | None = None,
+    ) -> McpRegistry: ...
 
 
 @pytest.fixture
@@ -49,8 +56,15 @@ def connect() -> Iterator[Connect]:
     """Connect registries that are closed at the end of the test."""
     made: list[McpRegistry] = []
 
-    def make(*configs: McpServerConfig, options: McpOptions = FAST, **kw: object) -> McpRegistry:
-        reg = McpRegistry.connect_all(list(configs), options=options, **kw)  # type: ignore[arg-type]
+    def make(
+        *configs: McpServerConfig,
+        options: McpOptions = FAST,
+        handlers: ClientHandlers | None = None,
+        workspace: Path | None = None,
+    ) -> McpRegistry:
+        reg = McpRegistry.connect_all(
+            list(configs), options=options, handlers=handlers, workspace=workspace
+        )
         made.append(reg)
         return reg
 

@@ -8,6 +8,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.helpers.fake_mcp_http import FakeMcpHttp
+from tests.helpers.internals import stdio_pid, stdio_transport
 from tests.helpers.mcp_server import more_tools_config
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
@@ -51,9 +53,7 @@ def _text(result: object) -> str:
 
 
 def _pid(reg: McpRegistry) -> int:
-    pid = reg.connection("peer")._transport.pid  # type: ignore[attr-defined]
-    assert isinstance(pid, int)
-    return pid
+    return stdio_pid(reg, "peer")
 
 
 @pytest.fixture
@@ -63,8 +63,8 @@ def http_fake() -> Iterator[FakeMcpHttp]:
     server.close()
 
 
-def _http(fake: FakeMcpHttp, **fields: object) -> McpServerConfig:
-    return McpServerConfig(name="h", transport="http", url=fake.url, **fields)  # type: ignore[arg-type]
+def _http(fake: FakeMcpHttp, **fields: Any) -> McpServerConfig:
+    return replace(McpServerConfig(name="h", transport="http", url=fake.url), **fields)
 
 
 # --- cancellation and recovery -----------------------------------------------------------
@@ -127,13 +127,16 @@ def test_a_cancel_during_recovery_lets_it_finish_then_fails_before_writing(
 
 @pytest.mark.req("MCP-REC-06")
 def test_recovery_is_lazy_in_the_caller_thread_and_shared_by_concurrent_callers(
-    connect: Connect, tmp_path: Path, gate: tuple[Path, list[int]]
+    connect: Connect,
+    tmp_path: Path,
+    gate: tuple[Path, list[int]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     record = tmp_path / "rec.jsonl"
     path, fds = gate
     reg = connect(more_tools_config("--record", str(record), "--init-gate", str(path)))
     conn = reg.connection("peer")
-    transport = conn._transport  # type: ignore[attr-defined]
+    transport = stdio_transport(reg)
     opened_on: list[str] = []
     real_open = transport.open
 
@@ -141,7 +144,7 @@ def test_recovery_is_lazy_in_the_caller_thread_and_shared_by_concurrent_callers(
         opened_on.append(threading.current_thread().name)
         real_open(generation, deadline)
 
-    transport.open = spy
+    monkeypatch.setattr(transport, "open", spy)
     _arm(path, fds)
     _kill_and_wait_broken(reg)
     # nothing respawns in the background: the connection waits for its next caller

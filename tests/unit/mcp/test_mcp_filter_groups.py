@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.fake_mcp import FakeMcp, FakeServer
+from tests.helpers.internals import model_requests
+from tests.helpers.json_at import list_at
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.config.model import McpServerConfig, ToolFilterGroup
 from zeroclaw_ref.core.cancel import CancelToken
@@ -129,9 +131,9 @@ def _turn(execution: ResolvedAgentExecution, message: str) -> list[TurnEvent]:
 
 
 def _offered(execution: ResolvedAgentExecution) -> list[list[str]]:
-    provider = execution.model.provider
-    requests: list[JSONObject] = provider.requests  # type: ignore[attr-defined]
-    return [[n for n in r["tools"] if "__" in n or n.startswith("mcp_")] for r in requests]  # type: ignore[union-attr]
+    offered = [list_at(r, "tools") for r in model_requests(execution)]
+    return [[n for n in tools if isinstance(n, str) and ("__" in n or n.startswith("mcp_"))]
+            for tools in offered]  # fmt: skip
 
 
 @pytest.mark.req("MCP-TFG-02", "MCP-TFG-04", "MCP-TFG-05", "POL-ENGINE-03", "MCP-NAME-09")
@@ -150,7 +152,7 @@ def test_hidden_mcp_tools_are_not_offered_and_are_refused_for_the_turn(
     offered = _offered(execution)
     assert offered[0] == ["fs__read_file", "web__search"]  # capability tools match no group
     assert offered[2] == ["fs__read_file"]
-    assert "file_read" in execution.model.provider.requests[2]["tools"]  # type: ignore[attr-defined,index]
+    assert "file_read" in list_at(model_requests(execution)[2], "tools")
     # [POL-APPROVE-14] `approved` never reaches the server
     assert fake.calls == [("web__search", {"q": "x"})]
     assert next(e.output for e in first if isinstance(e, ToolFinished)).startswith("{")

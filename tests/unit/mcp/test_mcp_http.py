@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,6 +31,7 @@ from tests.helpers.fake_mcp_http import (
     sse_bytes,
     text_result,
 )
+from tests.helpers.internals import http_transport
 from tests.helpers.mcp_calls import call, text_of
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
@@ -63,8 +64,8 @@ def fake() -> Iterator[FakeMcpHttp]:
     server.close()
 
 
-def http_config(fake: FakeMcpHttp, **fields: object) -> McpServerConfig:
-    return McpServerConfig(name="h", transport="http", url=fake.url, **fields)  # type: ignore[arg-type]
+def http_config(fake: FakeMcpHttp, **fields: Any) -> McpServerConfig:
+    return replace(McpServerConfig(name="h", transport="http", url=fake.url), **fields)
 
 
 def _text(result: object) -> str:
@@ -387,7 +388,7 @@ def test_invalid_utf8_and_invalid_session_ids(
     with pytest.raises(McpProtocolError, match=r"^MCP response body was not valid UTF-8$"):
         httpbody.parse_json_body("h", b"\xff\xfe")
     reg = connect(http_config(fake), options=OPTS)
-    transport = reg.connection("h")._transport  # type: ignore[attr-defined]
+    transport = http_transport(reg)
 
     class _B(httpbody.Body):
         status, content_type, content_length = 200, "", None
@@ -430,7 +431,7 @@ def test_posts_and_delete_share_one_keep_alive_session_and_the_get_uses_its_own(
 
     monkeypatch.setattr(Handler, "_record", record)
     reg = connect(http_config(fake), options=OPTS_SHORT_GRACE)
-    transport = reg.connection("h")._transport
+    transport = http_transport(reg)
     assert isinstance(transport, HttpTransport)
     session, get_session = transport._session, transport._get_session
     assert isinstance(session, requests.Session) and session.max_redirects == 10
@@ -460,7 +461,7 @@ def test_the_get_stream_session_gets_the_same_custom_trust(
         )
         reg = connect(config, options=OPTS_SHORT_GRACE)
         wait_for(lambda: bool(server.state.get_streams), "the GET stream over TLS")
-        transport = reg.connection("h")._transport
+        transport = http_transport(reg)
         assert transport.get_stream_open
         assert isinstance(transport._get_session.get_adapter(server.url), http_module._CaAdapter)
         assert text_of(reg.call_tool("h__get_reply", {})) == "via get"
@@ -474,7 +475,7 @@ def test_http_timeouts_follow_the_remaining_deadline(
     connect: Connect, fake: FakeMcpHttp, timeout: float, connect_cap: float
 ) -> None:
     reg = connect(http_config(fake), options=OPTS_SHORT_GRACE)
-    transport = reg.connection("h")._transport
+    transport = http_transport(reg)
     seen: list[tuple[float, float]] = []
     post = transport._session.post
     get = transport._get_session.get

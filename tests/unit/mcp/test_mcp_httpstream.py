@@ -27,6 +27,7 @@ from tests.helpers.fake_mcp_http import (
     script_for,
     text_result,
 )
+from tests.helpers.internals import http_transport
 from tests.helpers.mcp_calls import call, outcome_unknown, text_of, tool_posts
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
@@ -263,7 +264,7 @@ def test_a_refused_get_stream_means_no_stream_for_the_session(
     assert f"MCP server `h`: no GET stream (HTTP {status})" in caplog.text
     records = [r for r in caplog.records if "GET stream" in r.getMessage()]
     assert records and all(r.levelno == logging.DEBUG for r in records)
-    transport = reg.connection("h")._transport
+    transport = http_transport(reg)
     assert transport.no_get_stream and not transport.get_stream_open
     assert len(fake.seen("GET")) == 1  # never retried
     assert reg.connection("h").state is State.READY
@@ -298,7 +299,7 @@ def test_other_get_failures_warn_and_mean_no_stream(
     }[failure]
     assert expected in [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert reg.servers() == ("h",) and reg.connection("h").state is State.READY
-    assert not reg.connection("h")._transport.get_stream_open
+    assert not http_transport(reg).get_stream_open
     assert text_of(reg.call_tool("h__echo", {"message": "fine"})) == "Echo: fine"
 
 

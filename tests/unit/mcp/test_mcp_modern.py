@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.helpers.fake_mcp_http import FakeMcpHttp, script_for
+from tests.helpers.json_at import text_at
 from tests.unit.mcp.conftest import FAST, Connect, stdio_config
 from zeroclaw_ref import __version__
 from zeroclaw_ref.config.model import McpServerConfig
@@ -329,11 +330,11 @@ def test_prompts_get_and_resources_read_take_input_rounds_too(connect: Connect) 
     reg = connect(modern_config("--ask", "roots"), handlers=hooks)
     prompt = reg.get_prompt("m__greet")
     assert isinstance(prompt, dict)
-    text = prompt["messages"][0]["content"]["text"]  # type: ignore[index,call-overload]
+    text = text_at(prompt, "messages", 0, "content", "text")
     assert json.loads(text)["answers"] == {"q": {"roots": [{"uri": "file:///w", "name": "w"}]}}
     read = reg.read_resource("m__test://doc/1")
     assert isinstance(read, dict)
-    assert json.loads(read["contents"][0]["text"])["state"] == STATE  # type: ignore[index,call-overload]
+    assert json.loads(text_at(read, "contents", 0, "text"))["state"] == STATE
 
 
 @pytest.mark.req("MCP-MOD-08")

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.internals import stdio_pid
+from tests.helpers.json_at import at, objects_at
 from tests.helpers.mcp_calls import text_of
 from tests.unit.mcp.conftest import Connect, stdio_config
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject
@@ -35,7 +37,7 @@ def test_resources_and_prompts_by_prefixed_name(connect: Connect) -> None:
     }
     every = reg.list_resources()
     assert isinstance(every, dict)
-    assert [r["uri"] for r in every["resources"]] == [  # type: ignore[index, union-attr]
+    assert [r["uri"] for r in objects_at(every, "resources")] == [
         "peer__test://doc/0",
         "peer__test://doc/1",
         "peer__test://doc/2",
@@ -47,8 +49,8 @@ def test_resources_and_prompts_by_prefixed_name(connect: Connect) -> None:
         ]
     }
     got = reg.get_prompt("peer__greet", {"who": "Ada"})
-    assert got["messages"][0]["content"]["text"] == "hello Ada"  # type: ignore[index, call-overload]
-    assert reg.list_prompts()["prompts"][0]["name"] == "peer__greet"  # type: ignore[index, call-overload]
+    assert at(got, "messages", 0, "content", "text") == "hello Ada"
+    assert at(reg.list_prompts(), "prompts", 0, "name") == "peer__greet"
     with pytest.raises(McpError, match=r"^missing server prefix in `nothing`$"):
         reg.read_resource("nothing")
     with pytest.raises(McpError, match=r"^unknown MCP server `other`$"):
@@ -111,8 +113,8 @@ def test_each_registry_owns_its_own_connections(connect: Connect) -> None:
     config = stdio_config()
     first, second = connect(config), connect(config)
     one, two = first.connection("peer"), second.connection("peer")
-    assert one is not two and one._transport is not two._transport
-    pids = {one._transport.pid, two._transport.pid}
+    assert one is not two and one.transport is not two.transport
+    pids = {stdio_pid(first), stdio_pid(second)}
     assert len(pids) == 2 and None not in pids
     first.close()
     assert one.state is State.CLOSED and two.state is State.READY

@@ -9,6 +9,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tests.helpers.fake_mcp_http import (
     sse_bytes,
     text_result,
 )
+from tests.helpers.internals import sse_transport
 from tests.helpers.mcp_calls import call, outcome_unknown, text_of, tool_posts
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.model import McpServerConfig
@@ -49,8 +51,8 @@ def fake() -> Iterator[FakeMcpHttp]:
     server.close()
 
 
-def sse_config(fake: FakeMcpHttp, path: str = "/sse", **fields: object) -> McpServerConfig:
-    return McpServerConfig(name="l", transport="sse", url=fake.base + path, **fields)  # type: ignore[arg-type]
+def sse_config(fake: FakeMcpHttp, path: str = "/sse", **fields: Any) -> McpServerConfig:
+    return replace(McpServerConfig(name="l", transport="sse", url=fake.base + path), **fields)
 
 
 def _text(result: object) -> str:
@@ -221,7 +223,8 @@ def test_the_event_stream_is_read_by_sseclient_on_a_daemon_thread(
 def test_other_statuses_of_the_event_stream_fail_the_connect(
     connect: Connect, fake: FakeMcpHttp, caplog: pytest.LogCaptureFixture, status: int
 ) -> None:
-    fake.httpd.legacy_stream = lambda h: h._plain(status, b"no")  # type: ignore[attr-defined]
+    # this fake only: an instance attribute shadows the stock handler
+    fake.httpd.legacy_stream = lambda h: h._plain(status, b"no")  # type: ignore[method-assign,assignment]
     with caplog.at_level(logging.WARNING):
         reg = connect(sse_config(fake), options=OPTS_SHORT_GRACE)
     assert reg.servers() == ()
@@ -255,7 +258,7 @@ def test_a_later_endpoint_replaces_the_current_one_after_the_same_checks(
     connect: Connect, fake: FakeMcpHttp, caplog: pytest.LogCaptureFixture
 ) -> None:
     reg = connect(sse_config(fake), options=OPTS_SHORT_GRACE)
-    transport = reg.connection("l")._transport
+    transport = sse_transport(reg)
     queue = _legacy_queue(fake)
     sid = next(iter(fake.state.legacy_queues))
     queue.put(f"event: endpoint\ndata: /message/v2?sessionId={sid}\n\n")
@@ -284,7 +287,7 @@ def _legacy_script(fake: FakeMcpHttp, answers: dict[str, Any]) -> None:
         else:
             stock(fake.httpd, h, message)
 
-    fake.httpd.legacy_post = post  # type: ignore[attr-defined]
+    fake.httpd.legacy_post = post  # type: ignore[method-assign,assignment]  # this fake only
 
 
 @pytest.mark.req("MCP-SSE-12")
@@ -391,7 +394,7 @@ def test_closing_aborts_the_stream_fails_pending_calls_and_sends_no_delete(
     reg = connect(sse_config(fake), options=McpOptions(init_timeout_s=5,
                                                        default_tool_timeout_s=30))  # fmt: skip
     conn = reg.connection("l")
-    transport = conn._transport
+    transport = sse_transport(reg)
     outcome: list[BaseException] = []
 
     def waiting_call() -> None:

@@ -16,15 +16,18 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import pytest
 
 from tests.conftest import wait_for
+from tests.helpers.internals import stdio_pid as _pid
+from tests.helpers.internals import stdio_proc
 from tests.helpers.mcp_server import more_tools_config
 from tests.unit.mcp.conftest import FAST, Connect
 from zeroclaw_ref.core.cancel import Slot
-from zeroclaw_ref.mcp import ClientHandlers, McpOptions, McpRegistry, McpTimeoutError
+from zeroclaw_ref.core.jsontypes import JSONObject
+from zeroclaw_ref.mcp import ClientHandlers, McpOptions, McpTimeoutError
 from zeroclaw_ref.mcp import connection as connection_module
 from zeroclaw_ref.mcp.lifecycle import State
 
@@ -41,12 +44,6 @@ def _recorded(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in _raw_lines(path)]
 
 
-def _pid(reg: McpRegistry, server: str = "peer") -> int:
-    pid = reg.connection(server)._transport.pid  # type: ignore[attr-defined]
-    assert isinstance(pid, int)
-    return pid
-
-
 def _text(result: object) -> str:
     assert isinstance(result, dict)
     return str(result["content"][0]["text"])
@@ -60,9 +57,8 @@ def _threads(name: str) -> list[threading.Thread]:
 def popen_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, dict[str, Any]]]]:
     """Record every `subprocess.Popen` made while the test runs (the real one still runs)."""
     calls: list[tuple[Any, dict[str, Any]]] = []
-    real = subprocess.Popen
 
-    class Spy(real):  # type: ignore[misc,valid-type]
+    class Spy(subprocess.Popen[bytes]):  # defined before the patch: the real Popen
         def __init__(self, args: Any, **kwargs: Any) -> None:
             calls.append((args, dict(kwargs)))
             super().__init__(args, **kwargs)
@@ -93,7 +89,7 @@ def test_the_child_is_spawned_without_a_shell_on_binary_pipes(
     assert kwargs["stdin"] == kwargs["stdout"] == kwargs["stderr"] == subprocess.PIPE
     for text_mode in ("text", "universal_newlines", "encoding", "errors"):
         assert not kwargs.get(text_mode)
-    proc = reg.connection("peer")._transport._child.proc  # type: ignore[attr-defined]
+    proc = stdio_proc(reg)
     assert isinstance(proc.stdin, io.BufferedWriter) and isinstance(proc.stdout, io.BufferedReader)
     # the arguments reach the child verbatim: nothing expanded, split or globbed
     assert json.loads(_text(reg.call_tool("peer__argv", {}))) == ["--more-tools", *probe]
@@ -148,9 +144,10 @@ def test_each_message_is_one_compact_utf8_line_written_once_and_flushed(
 ) -> None:
     record = tmp_path / "rec.jsonl"
     reg = connect(more_tools_config("--record", str(record)))
-    proc = reg.connection("peer")._transport._child.proc  # type: ignore[attr-defined]
+    proc = stdio_proc(reg)
     pipe = _CountingPipe(proc.stdin)
-    proc.stdin = pipe
+    # the stand-in has the write/flush/close the transport calls, and delegates the rest
+    proc.stdin = cast(IO[bytes], pipe)
     message = 'é☃ "quoted"\nsecond line\ttab'
     assert _text(reg.call_tool("peer__echo", {"message": message})) == f"Echo: {message}"
 
@@ -213,12 +210,12 @@ def test_one_reader_per_child_routes_responses_requests_and_notifications(
     handled_on: list[str] = []
     notes: list[str] = []
 
-    def elicit(params: object) -> dict[str, object]:
+    def elicit(params: JSONObject) -> JSONObject:
         handled_on.append(threading.current_thread().name)
         return {"action": "decline"}
 
     hooks = ClientHandlers(
-        elicitation=elicit,  # type: ignore[arg-type]
+        elicitation=elicit,
         on_notification=lambda server, method, params: notes.append(method),
     )
     reg = connect(more_tools_config(), handlers=hooks)
@@ -246,7 +243,7 @@ def test_messages_from_an_ended_generation_are_discarded(connect: Connect) -> No
     with pytest.raises(Exception, match="outcome unknown"):
         reg.call_tool("peer__crash", {})
     reg.call_tool("peer__echo", {"message": "respawned"})
-    current = conn._generation  # type: ignore[attr-defined]
+    current = conn._generation
     old = current - 1
     results: list[object] = []
     caller = threading.Thread(
@@ -254,12 +251,20 @@ def test_messages_from_an_ended_generation_are_discarded(connect: Connect) -> No
     )
     caller.start()
     wait_for(lambda: conn.pending_count() == 1, "pending slow call")
-    [pending_id] = list(conn._pending)  # type: ignore[attr-defined]
-    stale = {"jsonrpc": "2.0", "id": pending_id, "result": {"content": [], "from": "old"}}
+    [pending_id] = list(conn._pending)
+    stale: JSONObject = {
+        "jsonrpc": "2.0",
+        "id": pending_id,
+        "result": {"content": [], "from": "old"},
+    }
     conn.route(stale, old)
     conn.transport_failed(old, "old child died")
     assert conn.pending_count() == 1 and conn.state is State.READY  # both ignored
-    fresh = {"jsonrpc": "2.0", "id": pending_id, "result": {"content": [], "from": "new"}}
+    fresh: JSONObject = {
+        "jsonrpc": "2.0",
+        "id": pending_id,
+        "result": {"content": [], "from": "new"},
+    }
     conn.route(fresh, current)
     caller.join(5)
     assert results == [{"content": [], "from": "new"}]

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.helpers.acp_client import AcpProcess
+from tests.helpers.internals import stdio_pid
 from tests.unit.mcp.conftest import Connect
 from zeroclaw_ref.config.load import EMBEDDED_DEFAULT
 from zeroclaw_ref.config.model import McpServerConfig
@@ -74,7 +75,7 @@ def test_closing_ends_a_grandchild_that_ignores_end_of_input(
 ) -> None:
     pidfile = tmp_path / "grandchild.pid"
     reg = connect(group_config(pidfile, *server_args), options=McpOptions(close_grace_s=0.2))
-    child = reg.connection("peer")._transport.pid  # type: ignore[attr-defined]
+    child = stdio_pid(reg)
     assert isinstance(child, int)
     grandchild = read_pid(pidfile)
     # The child leads a group of its own, the grandchild is in it, the test process is not.
