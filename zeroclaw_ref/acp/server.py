@@ -236,6 +236,7 @@ class AcpServer:
                 config,
                 alias,
                 PathRequest("acp", approver=approver, session_workspace=workspace),
+                self.ids,
             )  # [POL-PATH-03] [POL-PATH-06] one execution per session, empty allow list
         except ResolveError as exc:
             raise RpcError.internal_error(

@@ -142,15 +142,16 @@ def run_agent(
     """Run the cli-run path; returns the exit status of POL-PATH-16."""
     interactive = stdin.isatty() and stderr.isatty() and not non_interactive
     operator = TerminalOperator(stderr, _line_reader(stdin)) if interactive else None
+    ids = RandomIds()  # the process run id (POL-MEM-09) and every id of its turns
     try:
         chosen = choose_agent(config, alias)
         execution = resolve(
-            config, chosen, PathRequest("cli-run", approver=operator, interactive=interactive)
+            config, chosen, PathRequest("cli-run", approver=operator, interactive=interactive), ids
         )
     except ResolveError as exc:
         stderr.write(f"ERROR: {exc}\n")
         return 1
-    engine = TurnEngine(RandomIds())
+    engine = TurnEngine(ids)
     history: list[JSONObject] = []
     try:
         if message is not None:

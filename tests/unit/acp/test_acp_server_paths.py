@@ -617,9 +617,11 @@ def test_new_load_and_resume_each_resolve_once_and_every_prompt_uses_that_execut
     calls: list[tuple[str, object]] = []
     real_resolve = resolve_module.resolve
 
-    def spying(config: object, alias: str, request: object) -> ResolvedAgentExecution:
+    def spying(
+        config: object, alias: str, request: object, ids: object = None
+    ) -> ResolvedAgentExecution:
         calls.append((alias, request))
-        return real_resolve(config, alias, request)  # type: ignore[arg-type]
+        return real_resolve(config, alias, request, ids)  # type: ignore[arg-type]
 
     monkeypatch.setattr(resolve_module, "resolve", spying)
     workspace = (tmp_path / "ws").resolve()
