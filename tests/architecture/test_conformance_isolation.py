@@ -28,7 +28,9 @@ def _imports(path: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.req("TX-RUN-10")
-@pytest.mark.parametrize("module", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "module", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.relative_to(PACKAGE).as_posix()
+)
 def test_the_oracle_imports_only_the_stdlib_and_itself(module: Path) -> None:
     for name, level in _imports(module):
         if level > 0:

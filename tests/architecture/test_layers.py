@@ -107,7 +107,7 @@ def test_imports_point_downwards_and_outside_packages_stay_in_their_modules() ->
         ("zeroclaw_ref.mcp.adapters", "zeroclaw_ref.tools.base", True),
         ("zeroclaw_ref.mcp.adapters", "zeroclaw_ref.tools.shell", False),
         ("zeroclaw_ref.tools.shell", "zeroclaw_ref.engine.turn", False),
-        ("zeroclaw_ref.conformance.runner", "zeroclaw_ref.core.jsontypes", False),
+        ("zeroclaw_ref.conformance.core.runner", "zeroclaw_ref.core.jsontypes", False),
     ],
 )
 def test_the_layer_table_itself_can_reject(importer: str, target: str, ok: bool) -> None:

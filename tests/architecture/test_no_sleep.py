@@ -6,7 +6,7 @@ import ast
 
 from tests.architecture._imports import package_files
 
-ALLOWED_FILES = {"zeroclaw_ref/conformance/runner.py"}
+ALLOWED_FILES = {"zeroclaw_ref/conformance/core/runner.py"}
 
 
 def test_time_sleep_appears_only_in_the_runners_sleep_frame() -> None:

@@ -45,7 +45,7 @@ def _show_json(scenario: str) -> str:
     """`show --json SCENARIO`'s output: the command's own code, run in-process (one interpreter
     start per scenario would cost more than the clients), or the command itself."""
     try:
-        from zeroclaw_ref.conformance.show import show_scenario
+        from zeroclaw_ref.conformance.tools.show import show_scenario
     except ImportError:
         return _oracle("show", "--json", scenario)
     out = io.StringIO()

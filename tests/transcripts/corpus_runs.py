@@ -10,9 +10,9 @@ import functools
 import os
 from pathlib import Path
 
-from zeroclaw_ref.conformance.runner import RunOptions, ScenarioResult, run_scenario
-from zeroclaw_ref.conformance.suite import discover
-from zeroclaw_ref.conformance.transcript import scenario_id
+from zeroclaw_ref.conformance.core.runner import RunOptions, ScenarioResult, run_scenario
+from zeroclaw_ref.conformance.core.suite import discover
+from zeroclaw_ref.conformance.core.transcript import scenario_id
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.coverage import evaluate, parse_spec, run_coverage
+from zeroclaw_ref.conformance.tools.coverage import evaluate, parse_spec, run_coverage
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"

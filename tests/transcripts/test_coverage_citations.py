@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.citations import scan
-from zeroclaw_ref.conformance.coverage import evaluate, run_coverage
+from zeroclaw_ref.conformance.tools.citations import scan
+from zeroclaw_ref.conformance.tools.coverage import evaluate, run_coverage
 
 REPO = Path(__file__).resolve().parents[2]
 STATED = "ACP-" + "TR-01"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.lint import lint_paths, run_lint
+from zeroclaw_ref.conformance.tools.lint import lint_paths, run_lint
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"

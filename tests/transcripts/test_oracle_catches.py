@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.runner import RunOptions, ScenarioResult, run_scenario
-from zeroclaw_ref.conformance.suite import RunOutcome, apply_expected_failures
+from zeroclaw_ref.conformance.core.runner import RunOptions, ScenarioResult, run_scenario
+from zeroclaw_ref.conformance.core.suite import RunOutcome, apply_expected_failures
 
 FAKE = Path(__file__).resolve().parents[1] / "helpers" / "mutants" / "fake_agent.py"
 INIT: list[dict[str, object]] = [

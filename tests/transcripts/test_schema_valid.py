@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.transcripts.corpus_runs import FIXTURES, IDS, SCENARIOS, corpus_result
-from zeroclaw_ref.conformance.runner import RunOptions, run_scenario
-from zeroclaw_ref.conformance.schema import JudgedExchange, validator
-from zeroclaw_ref.conformance.transcript import load
+from zeroclaw_ref.conformance.core.runner import RunOptions, run_scenario
+from zeroclaw_ref.conformance.core.schema import JudgedExchange, validator
+from zeroclaw_ref.conformance.core.transcript import load
 
 
 def test_the_runner_judges_with_the_schema_in_this_suite() -> None:

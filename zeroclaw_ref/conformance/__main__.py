@@ -15,17 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .coverage import run_coverage
-from .lint import run_lint
-from .locate import fixtures_for, resolve_selection
-from .options import RunOptions, default_agent
-from .profiles import HOOKS, PROFILES
-from .record import run_record
-from .serve import DEFAULT_IDLE_TIMEOUT, ServeOptions, serve_command
-from .serve_relay import relay
-from .serve_suite import serve_suite
-from .show import list_scenarios, show_scenario
-from .suite import (
+from .core.options import RunOptions, default_agent
+from .core.profiles import HOOKS, PROFILES
+from .core.suite import (
     SelectionError,
     apply_expected_failures,
     contract_version,
@@ -34,8 +26,8 @@ from .suite import (
     run_many,
     select,
 )
-from .transcript import scenario_id
-from .verdicts import (
+from .core.transcript import scenario_id
+from .core.verdicts import (
     ERROR,
     FAIL,
     RunOutcome,
@@ -45,6 +37,14 @@ from .verdicts import (
     progress_line,
     summary_lines,
 )
+from .locate import fixtures_for, resolve_selection
+from .serve.play import DEFAULT_IDLE_TIMEOUT, ServeOptions, serve_command
+from .serve.relay import relay
+from .serve.suite import serve_suite
+from .tools.coverage import run_coverage
+from .tools.lint import run_lint
+from .tools.record import run_record
+from .tools.show import list_scenarios, show_scenario
 
 REFERENCE_NAME = "zeroclaw_ref"
 _Shown = Callable[[int, ScenarioResult], None]

@@ -17,7 +17,7 @@ from tests.conftest import wait_for
 from zeroclaw_ref.acp.listing import CWD_NOT_ABSOLUTE, CWD_NOT_STRING, INVALID_CURSOR
 from zeroclaw_ref.acp.server import AcpServer, ServerOptions
 from zeroclaw_ref.config.load import load_config
-from zeroclaw_ref.conformance.schema import Conversation, validator
+from zeroclaw_ref.conformance.core.schema import Conversation, validator
 from zeroclaw_ref.core.clock import SystemClock
 from zeroclaw_ref.core.ids import RandomIds
 from zeroclaw_ref.store.db import StoreError

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.checks import check_frames
-from zeroclaw_ref.conformance.options import RunOptions
-from zeroclaw_ref.conformance.record import record_scenario
-from zeroclaw_ref.conformance.runner import run_scenario
-from zeroclaw_ref.conformance.transcript import TranscriptError, load
+from zeroclaw_ref.conformance.core.checks import check_frames
+from zeroclaw_ref.conformance.core.options import RunOptions
+from zeroclaw_ref.conformance.core.runner import run_scenario
+from zeroclaw_ref.conformance.core.transcript import TranscriptError, load
+from zeroclaw_ref.conformance.tools.record import record_scenario
 
 SID = "abc"
 # An agent that answers initialize, session/new (with an extra member) and a prompt (whose result

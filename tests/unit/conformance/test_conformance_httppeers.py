@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance import httpwire
-from zeroclaw_ref.conformance.httppeers import HttpPeer, PeerFailure, SsePeer
-from zeroclaw_ref.conformance.httpwire import Mailbox, Out
-from zeroclaw_ref.conformance.runner import RunOptions, ScenarioResult, run_scenario
-from zeroclaw_ref.conformance.transcript import Channel
+from zeroclaw_ref.conformance.core.runner import RunOptions, ScenarioResult, run_scenario
+from zeroclaw_ref.conformance.core.transcript import Channel
+from zeroclaw_ref.conformance.peers import httpwire
+from zeroclaw_ref.conformance.peers.httppeers import HttpPeer, PeerFailure, SsePeer
+from zeroclaw_ref.conformance.peers.httpwire import Mailbox, Out
 
 REQUEST = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
 ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zeroclaw_ref.conformance.jsonlex import (
+from zeroclaw_ref.conformance.core.jsonlex import (
     JObject,
     JsonError,
     Real,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from zeroclaw_ref.conformance.jsonlex import JSON, loads
-from zeroclaw_ref.conformance.match import MatchContext, match, match_unordered, split_pointer
-from zeroclaw_ref.conformance.placeholders import PlaceholderError
+from zeroclaw_ref.conformance.core.jsonlex import JSON, loads
+from zeroclaw_ref.conformance.core.match import MatchContext, match, match_unordered, split_pointer
+from zeroclaw_ref.conformance.core.placeholders import PlaceholderError
 
 HOST = {"WORKSPACE": "/ws", "CONFIG_DIR": "/cfg"}
 

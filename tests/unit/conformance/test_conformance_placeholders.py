@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zeroclaw_ref.conformance.jsonlex import JSON, Real, loads
-from zeroclaw_ref.conformance.placeholders import (
+from zeroclaw_ref.conformance.core.jsonlex import JSON, Real, loads
+from zeroclaw_ref.conformance.core.placeholders import (
     Placeholder,
     PlaceholderError,
     parse,
@@ -104,7 +104,7 @@ HOST = {"WORKSPACE": "/w", "PYTHON": "/usr/bin/python3"}
     ],
 )
 def test_send_substitution_keeps_types(template: str, bindings: dict[str, JSON], sent: str) -> None:
-    from zeroclaw_ref.conformance.jsonlex import dumps
+    from zeroclaw_ref.conformance.core.jsonlex import dumps
 
     assert dumps(substitute(loads(template), HOST, bindings)) == sent
 

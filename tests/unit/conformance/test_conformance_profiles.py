@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from zeroclaw_ref.conformance.exchange import BARRIER_ID, Exchange, is_barrier_answer, match_stderr
-from zeroclaw_ref.conformance.jsonlex import JSON
-from zeroclaw_ref.conformance.match import MatchContext
-from zeroclaw_ref.conformance.profiles import all_needs, has_capability, implied_hooks, missing
+from zeroclaw_ref.conformance.core.exchange import (
+    BARRIER_ID,
+    Exchange,
+    is_barrier_answer,
+    match_stderr,
+)
+from zeroclaw_ref.conformance.core.jsonlex import JSON
+from zeroclaw_ref.conformance.core.match import MatchContext
+from zeroclaw_ref.conformance.core.profiles import all_needs, has_capability, implied_hooks, missing
 
 CAPS: JSON = {
     "loadSession": True,

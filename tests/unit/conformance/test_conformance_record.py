@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance import record as record_module
 from zeroclaw_ref.conformance.__main__ import main
-from zeroclaw_ref.conformance.generalise import Generaliser, Mask, any_typed, read_masks
-from zeroclaw_ref.conformance.jsonlex import JSON, dumps, loads
-from zeroclaw_ref.conformance.runner import ScenarioResult
+from zeroclaw_ref.conformance.core.jsonlex import JSON, dumps, loads
+from zeroclaw_ref.conformance.core.runner import ScenarioResult
+from zeroclaw_ref.conformance.tools import record as record_module
+from zeroclaw_ref.conformance.tools.generalise import Generaliser, Mask, any_typed, read_masks
 
 REPO = Path(__file__).resolve().parents[3]
 FILE_WRITE = "acp/tools/file-write-diff-and-result"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance import schema
-from zeroclaw_ref.conformance.jsonlex import loads
-from zeroclaw_ref.conformance.schema import SchemaError, exceptions, read_pin, validator
+from zeroclaw_ref.conformance.core import schema
+from zeroclaw_ref.conformance.core.jsonlex import loads
+from zeroclaw_ref.conformance.core.schema import SchemaError, exceptions, read_pin, validator
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "fixtures"

@@ -22,18 +22,18 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.agent import Message, Pollution
-from zeroclaw_ref.conformance.jsonlex import JSON, dumps, loads, strict_equal
-from zeroclaw_ref.conformance.match import MatchContext, match, match_unordered
-from zeroclaw_ref.conformance.placeholders import substitute
-from zeroclaw_ref.conformance.serve import ClientEvent, ClientInput
-from zeroclaw_ref.conformance.serve_values import (
+from zeroclaw_ref.conformance.core.agent import Message, Pollution
+from zeroclaw_ref.conformance.core.jsonlex import JSON, dumps, loads, strict_equal
+from zeroclaw_ref.conformance.core.match import MatchContext, match, match_unordered
+from zeroclaw_ref.conformance.core.placeholders import substitute
+from zeroclaw_ref.conformance.core.transcript import Frame, Scenario, load
+from zeroclaw_ref.conformance.serve.play import ClientEvent, ClientInput
+from zeroclaw_ref.conformance.serve.values import (
     HostNames,
     Instantiator,
     invented,
     servable_problems,
 )
-from zeroclaw_ref.conformance.transcript import Frame, Scenario, load
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "fixtures"
@@ -875,7 +875,7 @@ def test_an_embedded_wildcard_takes_the_example_string_when_it_fits(tmp_path: Pa
 @pytest.mark.req("TX-RUN-12", "TX-SERVE-02")
 def test_list_servable_names_exactly_the_scenarios_serve_accepts() -> None:
     """`list --servable` and `serve` share one definition, so they cannot drift apart."""
-    from zeroclaw_ref.conformance.suite import discover
+    from zeroclaw_ref.conformance.core.suite import discover
 
     listed = subprocess.run(
         [sys.executable, "-m", "zeroclaw_ref.conformance", "list", "--servable"],

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from zeroclaw_ref.conformance.jsonlex import JSON
-from zeroclaw_ref.conformance.runner import RunOptions, run_scenario
-from zeroclaw_ref.conformance.serve_values import servable_problems
-from zeroclaw_ref.conformance.transcript import TranscriptError, load
+from zeroclaw_ref.conformance.core.jsonlex import JSON
+from zeroclaw_ref.conformance.core.runner import RunOptions, run_scenario
+from zeroclaw_ref.conformance.core.transcript import TranscriptError, load
+from zeroclaw_ref.conformance.serve.values import servable_problems
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "fixtures"

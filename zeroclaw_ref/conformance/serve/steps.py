@@ -12,10 +12,10 @@ hold replays the conversation in the order serve judges.
 
 from __future__ import annotations
 
-from .jsonlex import JSON, dumps
-from .serve_rules import CAPABILITY_OF, is_request, method_of
-from .serve_values import servable_problems
-from .transcript import Scenario
+from ..core.jsonlex import JSON, dumps
+from ..core.transcript import Scenario
+from .rules import CAPABILITY_OF, is_request, method_of
+from .values import servable_problems
 
 
 def _expected_values(verb: str, value: JSON) -> list[JSON]:

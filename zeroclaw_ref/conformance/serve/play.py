@@ -20,7 +20,7 @@ after the last message is let go after the same time.
 Design: a reader thread turns stdin into classified lines on a queue, so every
 wait is a bounded ``queue.get`` ([TX-RUN-11]); the main thread walks the frames
 in order with the roles inverted ([TX-SERVE-03]). The rules that need no stream
-(servability, invented values, the client checks) live in serve_values.py.
+(servability, invented values, the client checks) live in values.py.
 """
 
 from __future__ import annotations
@@ -36,15 +36,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .agent import Pollution
-from .checks import check_frames
-from .jsonlex import JSON, dumps, pretty, strict_equal
-from .match import MatchContext, Mismatch, split_pointer
-from .placeholders import PlaceholderError, substitute
-from .report import HISTORY, Failed, FailureInfo, failure, render_failure, scrub, status_line
-from .serve_input import ClientEvent, ClientInput, _Eof, _Terminated
-from .serve_rules import CAPABILITY_OF, advertised, initialize_problem, is_request, method_of
-from .serve_values import (
+from ..core.agent import Pollution
+from ..core.checks import check_frames
+from ..core.jsonlex import JSON, dumps, pretty, strict_equal
+from ..core.match import MatchContext, Mismatch, split_pointer
+from ..core.placeholders import PlaceholderError, substitute
+from ..core.report import HISTORY, Failed, FailureInfo, failure, render_failure, scrub, status_line
+from ..core.transcript import Frame, Problem, Scenario, TranscriptError, load
+from ..core.verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
+from .input import ClientEvent, ClientInput, _Eof, _Terminated
+from .rules import CAPABILITY_OF, advertised, initialize_problem, is_request, method_of
+from .values import (
     MISSING,
     HostNames,
     Instantiator,
@@ -53,8 +55,6 @@ from .serve_values import (
     send_kind,
     servable_problems,
 )
-from .transcript import Frame, Problem, Scenario, TranscriptError, load
-from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
 
 __all__ = ["ClientEvent", "ClientInput", "ServeOptions", "ServeSession", "serve_command"]
 

@@ -13,7 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .checks import check_frames
+from ..core.checks import check_frames
+from ..core.profiles import CLIENT_PROFILE
+from ..core.suite import NOT_SCENARIO_DIRS, SelectionError, discover, read_expected_failures
+from ..core.transcript import PROTOCOLS, Problem, Scenario, TranscriptError, display_path, load
+from ..serve.rules import capability_problems
+from ..serve.values import servable_problems
 from .coverage import (
     PROJECT,
     CoverageInputError,
@@ -22,11 +27,6 @@ from .coverage import (
     load_manifest,
     parse_spec,
 )
-from .profiles import CLIENT_PROFILE
-from .serve_rules import capability_problems
-from .serve_values import servable_problems
-from .suite import NOT_SCENARIO_DIRS, SelectionError, discover, read_expected_failures
-from .transcript import PROTOCOLS, Problem, Scenario, TranscriptError, display_path, load
 
 TOP_LEVEL_FILES = frozenset(
     {"README.md", "VERSION", "CHANGELOG.md", "spec-index.json", "coverage-exemptions.txt"}

@@ -139,6 +139,14 @@ class AgentProcess:
         self._reader.join(max(timeout, 0.0))
         return not self._reader.is_alive()
 
+    def queued(self) -> list[StdoutEvent]:
+        """Every event already read, without waiting (the reader may still add more)."""
+        found: list[StdoutEvent] = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                found.append(self.events.get_nowait())
+        return found
+
     def finish(self) -> None:
         """Kill whatever is left and release the pipes ([TX-RUN-04] step 7)."""
         if self.proc.poll() is None:

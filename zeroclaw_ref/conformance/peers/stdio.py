@@ -1,6 +1,6 @@
 """Fake MCP server peers on the runner's side (transcripts.md §8).
 
-stdio peers live here: the IUT starts the relay script (relay.py), which
+stdio peers live here: the IUT starts the relay script (relay.py, beside this file), which
 connects back to a loopback socket opened here and forwards lines both ways
 ([TX-PEER-05]). A respawned relay continues the same channel ([TX-PEER-06]).
 HTTP and SSE peers ([TX-PEER-07] to [TX-PEER-09]) live in httppeers.py.
@@ -22,10 +22,10 @@ import socket
 import threading
 import time
 
+from ..core.jsonlex import JSON, JsonError, loads
+from ..core.transcript import Channel
 from .httppeers import HttpPeer, SsePeer
 from .inbox import Inbox
-from .jsonlex import JSON, JsonError, loads
-from .transcript import Channel
 
 CONNECT_WAIT = 5.0
 

@@ -35,9 +35,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .jsonlex import JSON, escape_pointer_token, strict_equal, string_values
-from .match import MatchContext, is_ignored, match, split_pointer
-from .placeholders import PlaceholderError, Template, parse
+from ..core.jsonlex import JSON, escape_pointer_token, strict_equal, string_values
+from ..core.match import MatchContext, is_ignored, match, split_pointer
+from ..core.placeholders import PlaceholderError, Template, parse
 
 # [TX-PH-10] places where a wildcard may stand only in an unrecorded scaffold
 SCAFFOLD_SPOTS = ((), ("params",), ("result",), ("error",))

@@ -34,15 +34,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checks import check_frames
+from ..core.checks import check_frames
+from ..core.jsonlex import JSON, dumps, loads, strict_equal
+from ..core.match import MatchContext, match, match_unordered, split_pointer
+from ..core.placeholders import PlaceholderError
+from ..core.report import Failed, failure
+from ..core.runner import RunOptions, ScenarioRun
+from ..core.suite import SelectionError, discover
+from ..core.transcript import (
+    Frame,
+    Problem,
+    Scenario,
+    TranscriptError,
+    display_path,
+    frame_ignore,
+    load,
+)
 from .generalise import Generaliser, Mask, MaskError, any_typed, read_masks
-from .jsonlex import JSON, dumps, loads, strict_equal
-from .match import MatchContext, match, match_unordered, split_pointer
-from .placeholders import PlaceholderError
-from .report import Failed, failure
-from .runner import RunOptions, ScenarioRun
-from .suite import SelectionError, discover
-from .transcript import Frame, Problem, Scenario, TranscriptError, display_path, frame_ignore, load
 
 DETERMINISTIC = ("ZEROCLAW_REF_DETERMINISTIC", "1")
 # Problems record may meet in a golden it is about to redraw: scaffold wildcards

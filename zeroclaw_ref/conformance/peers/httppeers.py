@@ -44,6 +44,8 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from ..core.jsonlex import JSON, JsonError, loads
+from ..core.transcript import Channel
 from .httpwire import (
     BodyError,
     Handler,
@@ -63,8 +65,6 @@ from .httpwire import (
     write_chunk,
 )
 from .inbox import Inbox, PeerFailure
-from .jsonlex import JSON, JsonError, loads
-from .transcript import Channel
 
 __all__ = ["HttpPeer", "PeerFailure", "SsePeer"]
 

@@ -1,11 +1,11 @@
 """``serve --suite``: one agent command for a whole selection of servable scenarios ([ZC-SERVE-09]).
 
 The coordinator listens on a UNIX socket and tells the client author the agent
-command to configure: ``serve --connect PATH`` (serve_relay.py). Each connection
+command to configure: ``serve --connect PATH`` (relay.py). Each connection
 made through that command plays the next scenario of ``list --servable
-SELECTION`` (id order) with the single-scenario logic of serve.py, so a client
+SELECTION`` (id order) with the single-scenario logic of play.py, so a client
 is judged exactly as ``serve SCENARIO`` judges it. The run ends with ``run``'s
-progress lines, summary and ``--json``/``--junit`` documents (verdicts.py).
+progress lines, summary and ``--json``/``--junit`` documents (core/verdicts.py).
 
 Every wait is bounded by ``--idle-timeout``: a client that does not connect for
 the next scenario in time fails that scenario and every later one with
@@ -22,13 +22,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .checks import check_frames
-from .report import status_line
-from .serve import ServeOptions, ServeSession
-from .show import servable_scenarios
-from .suite import SelectionError, contract_version
-from .transcript import Scenario
-from .verdicts import (
+from ..core.checks import check_frames
+from ..core.report import status_line
+from ..core.suite import SelectionError, contract_version, discover
+from ..core.transcript import Scenario, TranscriptError, load
+from ..core.verdicts import (
     ERROR,
     FAIL,
     RunOutcome,
@@ -38,6 +36,8 @@ from .verdicts import (
     progress_line,
     summary_lines,
 )
+from .play import ServeOptions, ServeSession
+from .values import servable_problems
 
 AGENT_LABEL = "the client under test (serve --suite)"
 JOIN_WAIT = 5.0  # for a reader thread to see the end of a connection serve shut down
@@ -97,6 +97,26 @@ def _listen(path: Path) -> socket.socket:
         raise SelectionError(f"--socket {path}: cannot listen: {exc.strerror}") from None
     listener.listen(8)
     return listener
+
+
+def servable_scenarios(
+    fixtures: Path, selection: Sequence[Path] = (), profiles: Sequence[str] | None = None
+) -> tuple[list[Scenario], list[str]]:
+    """The servable scenarios of a selection in id order (what ``serve --suite`` plays),
+    and the transcript errors met on the way."""
+    if not fixtures.is_dir():
+        raise SelectionError(f"{fixtures}: no such corpus directory")
+    found: list[Scenario] = []
+    errors: list[str] = []
+    for path in discover(fixtures, selection):
+        try:
+            sc = load(path, fixtures)
+        except TranscriptError as exc:
+            errors.append(str(exc))
+            continue
+        if (profiles is None or sc.profile in profiles) and not servable_problems(sc):
+            found.append(sc)
+    return sorted(found, key=lambda s: s.id), errors
 
 
 def serve_suite(

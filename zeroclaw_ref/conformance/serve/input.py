@@ -1,6 +1,6 @@
 """serve's input: the client's lines as a queue of classified events ([TX-SERVE-01]).
 
-Split out of serve.py so the session logic stays readable; ``serve`` and the
+Split out of play.py so the session logic stays readable; ``serve`` and the
 ``serve --suite`` coordinator both read a client through it (a pipe or a socket).
 """
 
@@ -12,7 +12,7 @@ import queue
 import threading
 from types import FrameType
 
-from .agent import Message, Pollution, classify
+from ..core.agent import Message, Pollution, classify
 
 
 class _Eof:

@@ -23,6 +23,10 @@ from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..peers import RELAY_SCRIPT
+from ..peers.httpwire import match_headers
+from ..peers.inbox import PeerFailure
+from ..peers.stdio import Peer, PeerError, StdioPeer, start_peer
 from .agent import AgentProcess, Message, Pollution, StdoutClosed
 from .checks import check_frames
 from .exchange import (
@@ -32,12 +36,9 @@ from .exchange import (
     match_stderr,
     stderr_lines,
 )
-from .httpwire import match_headers
-from .inbox import PeerFailure
 from .jsonlex import JSON, Real, dumps
 from .match import MatchContext, match, match_unordered, split_pointer
 from .options import NotApplicable, RunOptions, default_agent
-from .peers import Peer, PeerError, StdioPeer, start_peer
 from .placeholders import PlaceholderError, substitute, substitute_host_text
 from .profiles import CLIENT_ONLY, CLIENT_PROFILE, all_needs, capability_needs, missing
 from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
@@ -46,8 +47,6 @@ from .transcript import Frame, Scenario, TranscriptError, frame_ignore, load, su
 from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
 
 __all__ = ["RunOptions", "ScenarioResult", "ScenarioRun", "default_agent", "run_scenario"]
-
-RELAY_SCRIPT = Path(__file__).resolve().with_name("relay.py")
 
 
 def run_scenario(path: Path, fixtures: Path, options: RunOptions) -> ScenarioResult:
@@ -91,7 +90,7 @@ def _guess_id(path: Path, fixtures: Path) -> str:
 class ScenarioRun:
     """One run of one checked scenario: its directories, peers, IUT and bindings.
 
-    This is an extension point: record.py subclasses it to run the agent in
+    This is an extension point: tools/record.py subclasses it to run the agent in
     deterministic mode and to draft expected frames instead of judging them, so
     the frame handlers (``_send``, ``_expect``, ``_environment``...) and the
     helpers they use are meant to be overridden or called from a subclass.
@@ -513,11 +512,7 @@ class ScenarioRun:
             iut.kill()
             iut.join_reader(self.sc.timeout_exit * self.options.timeout_scale)
         left: list[str] = []
-        while True:
-            try:
-                event = iut.events.get_nowait()
-            except queue.Empty:
-                break
+        for event in iut.queued():
             if isinstance(event, Pollution):
                 raise self._pollution(frame, event)
             if isinstance(event, Message):
@@ -557,11 +552,7 @@ class ScenarioRun:
             if iut.wait(limit) is None:
                 iut.kill()
             iut.join_reader(1.0)
-            while True:
-                try:
-                    event = iut.events.get_nowait()
-                except queue.Empty:
-                    break
+            for event in iut.queued():
                 if isinstance(event, Message):
                     self.history["acp"].append("<-- (not expected yet) " + event.text)
         report = render_failure(

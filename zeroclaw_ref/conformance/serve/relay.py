@@ -1,7 +1,7 @@
 """``serve --connect PATH``: the agent command a client launches under ``serve --suite``.
 
 Usage (either form): ``python -m zeroclaw_ref.conformance serve --connect PATH`` or
-``python serve_relay.py PATH``. A single-file, stdlib-only script: it connects to the
+``python serve/relay.py PATH``. A single-file, stdlib-only script: it connects to the
 coordinator's UNIX socket and pumps bytes both ways, its stdin to the socket and
 the socket to its stdout, so the coordinator sees exactly what the client wrote
 ([ZC-SERVE-09]). End of stdin half-closes the socket (the client closed its
@@ -63,7 +63,7 @@ def relay(path: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.stderr.write("usage: serve_relay.py SOCKET\n")
+        sys.stderr.write("usage: relay.py SOCKET\n")
         sys.exit(2)
     # os._exit: a daemon thread may still block on stdin, which must not delay the exit
     os._exit(relay(sys.argv[1]))

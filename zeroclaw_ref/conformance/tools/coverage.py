@@ -21,9 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.jsonlex import JSON, JsonError, loads
+from ..core.suite import discover, header_of
 from .citations import scan
-from .jsonlex import JSON, JsonError, loads
-from .suite import discover, header_of
 
 SPEC_ITEM = re.compile(r"\s*(?:[-*]|\d+\.)\s+\*\*(?P<id>[A-Z]+-[A-Z0-9]+-[0-9]+)\*\*(?P<rest>.*)")
 TAG = re.compile(r"\s*\[(?P<tag>[^\]]*)\]")

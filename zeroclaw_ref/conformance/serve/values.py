@@ -5,7 +5,7 @@ scenario cannot be served ([TX-SERVE-02]); ``Instantiator`` turns an ``expect``
 value into the concrete message serve writes ([TX-SERVE-04]); ``check_client``
 judges one client message against a ``send`` frame at the level of
 [TX-SERVE-05] or in full ([TX-SERVE-05] ``serve_strict``, [TX-SERVE-06]).
-serve.py drives them.
+play.py drives them.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from .jsonlex import JSON, dumps, string_values
-from .match import ABSENT, MatchContext, Mismatch, match, split_pointer
-from .placeholders import HOST_NAMES, Placeholder, PlaceholderError, parse, type_matches
-from .serve_rules import real_client_problems
-from .transcript import Frame, Problem, Scenario
+from ..core.jsonlex import JSON, dumps, string_values
+from ..core.match import ABSENT, MatchContext, Mismatch, match, split_pointer
+from ..core.placeholders import HOST_NAMES, Placeholder, PlaceholderError, parse, type_matches
+from ..core.transcript import Frame, Problem, Scenario
+from ..peers import RELAY_SCRIPT
+from .rules import real_client_problems
 
-RELAY_SCRIPT = Path(__file__).resolve().with_name("relay.py")
 # The fixed instant every invented rfc3339 value uses [TX-SERVE-04].
 FIXED_INSTANT = "2026-01-01T00:00:00Z"
 # A match-time name that stands for ${WORKSPACE} while it is read from a client message.

@@ -1,6 +1,6 @@
 """What every fake MCP peer shares on the runner's side: its queue of IUT messages.
 
-A peer (stdio in peers.py, HTTP and SSE in httppeers.py) turns what the IUT
+A peer (stdio in stdio.py, HTTP and SSE in httppeers.py) turns what the IUT
 writes to it into queued messages ([TX-PEER-03]) that ``expect`` frames take in
 arrival order. Each queued item is the message together with its request
 headers ([TX-PEER-08]; None on stdio), as one tuple, so a message can never be
@@ -15,7 +15,7 @@ from __future__ import annotations
 import queue
 from collections.abc import Mapping
 
-from .jsonlex import JSON
+from ..core.jsonlex import JSON
 
 Headers = Mapping[str, str] | None
 

@@ -17,8 +17,8 @@ The method tables are facts of the pinned schema (fixtures/schema/acp-v1.schema.
 
 from __future__ import annotations
 
-from .jsonlex import JSON
-from .transcript import Frame, Problem, Scenario
+from ..core.jsonlex import JSON
+from ..core.transcript import Frame, Problem, Scenario
 
 # Requests and notifications a client sends to an agent in ACP v1 (stable schema).
 CLIENT_METHODS = frozenset(

@@ -12,11 +12,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .jsonlex import JSON, dumps
-from .serve_steps import prose, show_document
-from .serve_values import servable_problems
-from .suite import SelectionError, discover
-from .transcript import Frame, Scenario, TranscriptError, load
+from ..core.jsonlex import JSON, dumps
+from ..core.suite import SelectionError, discover
+from ..core.transcript import Frame, Scenario, TranscriptError, load
+from ..serve.steps import prose, show_document
+from ..serve.values import servable_problems
 
 
 def _find(fixtures: Path, name: str) -> Path:
@@ -88,26 +88,6 @@ def show_scenario(fixtures: Path, name: str, as_json: bool = False) -> int:
     else:
         print(render(sc))
     return 0
-
-
-def servable_scenarios(
-    fixtures: Path, selection: Sequence[Path] = (), profiles: Sequence[str] | None = None
-) -> tuple[list[Scenario], list[str]]:
-    """The servable scenarios of a selection in id order (what ``serve --suite`` plays),
-    and the transcript errors met on the way."""
-    if not fixtures.is_dir():
-        raise SelectionError(f"{fixtures}: no such corpus directory")
-    found: list[Scenario] = []
-    errors: list[str] = []
-    for path in discover(fixtures, selection):
-        try:
-            sc = load(path, fixtures)
-        except TranscriptError as exc:
-            errors.append(str(exc))
-            continue
-        if (profiles is None or sc.profile in profiles) and servable(sc):
-            found.append(sc)
-    return sorted(found, key=lambda s: s.id), errors
 
 
 def list_scenarios(

@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jsonlex import JSON, JsonError, dumps, loads
-from .match import MatchContext, Mismatch, match
+from ..core.jsonlex import JSON, JsonError, dumps, loads
+from ..core.match import MatchContext, Mismatch, match
 
 # Read at call time, so tests can lower them. An MCP message the size of the
 # limits is far beyond anything a scenario sends; they only bound the memory an
