@@ -27,7 +27,13 @@ class _Stop(Exception):
     """SIGTERM or SIGINT asked the gateway to stop."""
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
+    # Once only: a second signal must not raise again while the first one unwinds.
+    for stop_signal in _STOP_SIGNALS:
+        signal.signal(stop_signal, signal.SIG_IGN)
     raise _Stop
 
 
@@ -63,14 +69,16 @@ def run_gateway(
         print(f"ERROR: cannot listen on {shown}:{port}: {exc}", file=sys.stderr)
         return 1
     bound_host, bound_port = gateway.address
-    print(f"listening {bound_host}:{bound_port}", flush=True)
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    # The handler is in place before `listening` announces readiness: a supervisor may stop
+    # the gateway as soon as it reads that line, and must get a clean exit, not -15.
+    for signum in _STOP_SIGNALS:
         signal.signal(signum, _stop)
     with contextlib.suppress(_Stop):
+        print(f"listening {bound_host}:{bound_port}", flush=True)
         gateway.serve_forever()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    gateway.close()
+    gateway.close()  # also when the signal came before the loop began (see Gateway.close)
     return 0
 
 

@@ -332,6 +332,7 @@ class Gateway:
                 deps.config.snapshot, config.scheduler.tick_secs, clock=deps.clock, ids=deps.ids
             )
         self._serving: threading.Thread | None = None
+        self._loop_thread: int | None = None  # the thread that called serve_forever()
 
     @property
     def address(self) -> tuple[str, int]:
@@ -345,7 +346,9 @@ class Gateway:
         return self._http.pending()
 
     def serve_forever(self) -> None:
-        """Serve until `close()`; starts the scheduler first."""
+        """Serve until `close()` from another thread, or until an exception raised on this one
+        (the command's SIGTERM handler) ends the loop; starts the scheduler first."""
+        self._loop_thread = threading.get_ident()
         if self._scheduler is not None:
             self._scheduler.start()
         self._http.serve_forever()
@@ -357,7 +360,11 @@ class Gateway:
 
     def close(self) -> None:
         """Stop accepting, end every WebSocket connection and the scheduler, bounded."""
-        self._http.shutdown()
+        # shutdown() asks a loop running on another thread to end, and waits for it. On the
+        # thread that serves, or when a stop signal came before the loop was entered (the
+        # command, SIGTERM right after `listening`), no loop runs and it would wait forever.
+        if self._serving is not None or self._loop_thread not in (None, threading.get_ident()):
+            self._http.shutdown()
         for connection in self.state.connections():
             connection.abort()
         for connection in self.state.connections():
