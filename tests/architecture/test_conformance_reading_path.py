@@ -2,9 +2,10 @@
 
 conformance/__init__.py lists every module of core/, serve/, peers/ and tools/ with its line
 count, in reading order. These tests hold the list to the tree (no module missing, none
-invented, each count within a tenth of the file) and hold the subpackages to the boundaries
-their docstrings state: core/ imports neither serve/ nor tools/, serve/ never imports tools/,
-and peers/ imports neither serve/ nor tools/ (issue 17 item 2).
+invented, each count near the file's: within 40 lines or a quarter, so that ordinary edits
+do not trip it but a rewrite does) and hold the subpackages to the boundaries their
+docstrings state: core/ imports neither serve/ nor tools/, serve/ never imports tools/, and
+peers/ imports neither serve/ nor tools/ (issue 17 item 2).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def path_problems(doc: str, root: Path) -> list[str]:
     for name, count in listed:
         if name in actual:
             lines = len((root / name).read_text(encoding="utf-8").splitlines())
-            if abs(lines - count) > max(10, lines // 10):
+            if abs(lines - count) > max(40, lines // 4):
                 problems.append(f"{name} is said to have {count} lines, has {lines}")
     return problems
 
@@ -78,13 +79,13 @@ def test_a_subpackage_imports_only_what_its_docstring_allows(sub: str) -> None:
 def test_the_checks_can_fail(tmp_path: Path) -> None:
     for sub in SUBPACKAGES:
         (tmp_path / sub).mkdir()
-    (tmp_path / "core" / "runner.py").write_text("from ..tools.lint import x\n" * 30)
+    (tmp_path / "core" / "runner.py").write_text("from ..tools.lint import x\n" * 60)
     (tmp_path / "core" / "match.py").write_text("from . import y\n")
     doc = "Path::\n\n    core/runner.py   3  the runner\n    core/gone.py  9  nothing\n"
     assert path_problems(doc, tmp_path) == [
         "core/match.py is not in the reading path",
         "core/gone.py does not exist",
-        "core/runner.py is said to have 3 lines, has 30",
+        "core/runner.py is said to have 3 lines, has 60",
     ]
     assert subpackage_imports(tmp_path / "core" / "runner.py", tmp_path) == {"tools"}
     assert subpackage_imports(tmp_path / "core" / "match.py", tmp_path) == {"core"}

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from zeroclaw_ref.conformance.core.header import Channel
 from zeroclaw_ref.conformance.core.runner import RunOptions, ScenarioResult, run_scenario
-from zeroclaw_ref.conformance.core.transcript import Channel
 from zeroclaw_ref.conformance.peers import httpwire
 from zeroclaw_ref.conformance.peers.httppeers import HttpPeer, PeerFailure, SsePeer
 from zeroclaw_ref.conformance.peers.httpwire import Mailbox, Out

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from .header import support_path
 from .jsonlex import JSON, JsonError, dumps, escape_pointer_token, loads
 from .match import MatchContext, is_ignored, match, split_pointer
 from .placeholders import (
@@ -23,7 +24,7 @@ from .placeholders import (
     substitute_host_text,
 )
 from .profiles import CLIENT_PROFILE
-from .transcript import Frame, Problem, Scenario, frame_ignore, support_path
+from .transcript import Frame, Problem, Scenario, frame_ignore
 
 WILDCARD_MEMBERS = ("params", "result", "error")
 

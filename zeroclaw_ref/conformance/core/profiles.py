@@ -60,58 +60,57 @@ def implied_hooks(setup: Mapping[str, JSON], channel_count: int) -> frozenset[st
     return frozenset(hooks)
 
 
-def check_header(
-    header: Mapping[str, JSON], setup: Mapping[str, JSON], channel_count: int, add: Report
-) -> tuple[str, tuple[str, ...]]:
-    """Validate ``profile`` and ``needs``; return them (defaults when invalid)."""
-    profile = header.get("profile")
-    if "profile" not in header:
-        add(1, "TX-PROFILE-01", "header lacks 'profile'")
-        profile = "zeroclaw"
-    elif not isinstance(profile, str) or profile not in PROFILES:
+def read_profile(value: JSON, add: Report) -> str:
+    """[TX-PROFILE-01] the header's ``profile`` (``zeroclaw`` when invalid)."""
+    if not isinstance(value, str) or value not in PROFILES:
         add(1, "TX-PROFILE-01", f"profile must be one of {', '.join(PROFILES)}")
-        profile = "zeroclaw"
-    raw = header.get("needs", [])
-    needs: tuple[str, ...] = ()
-    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
-        add(1, "TX-NEEDS-01", "needs must be an array of strings")
-    else:
-        needs = tuple(n for n in raw if isinstance(n, str))
-        for name in needs:
-            if name not in NEEDS:
-                add(1, "TX-NEEDS-01", f"unknown need {name!r} (known: {', '.join(NEEDS)})")
-        if len(set(needs)) != len(needs):
-            add(1, "TX-NEEDS-01", "needs must be distinct")
-    if profile == "acp":
-        # [TX-PROFILE-02] base ACP: no host hook, whatever setup says or needs ask
-        used = implied_hooks(setup, channel_count) | (set(needs) & set(HOOKS))
-        if used:
-            add(1, "TX-PROFILE-02", f"an acp scenario uses no host hook; it uses {sorted(used)}")
-    return profile, needs
+        return "zeroclaw"
+    return value
 
 
-def check_client_header(
-    header: Mapping[str, JSON], add: Report
-) -> tuple[tuple[str, ...], dict[str, str]]:
-    """Validate ``client_needs`` and ``client_files`` [ZC-SERVE-03] [ZC-SERVE-04]."""
-    raw = header.get("client_needs", [])
-    needs: tuple[str, ...] = ()
-    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
-        add(1, "ZC-SERVE-03", "client_needs must be an array of strings")
-    else:
-        needs = tuple(n for n in raw if isinstance(n, str))
-        for name in needs:
-            if name not in CLIENT_CAPABILITIES:
-                known = ", ".join(CLIENT_CAPABILITIES)
-                add(1, "ZC-SERVE-03", f"unknown client need {name!r} (known: {known})")
-        if len(set(needs)) != len(needs):
-            add(1, "ZC-SERVE-03", "client_needs must be distinct")
-    files_raw = header.get("client_files", {})
+def _names(
+    value: JSON, known: tuple[str, ...], member: str, rule: str, add: Report
+) -> tuple[str, ...]:
+    """An array of distinct names out of ``known``; () when it is not an array of strings."""
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        add(1, rule, f"{member} must be an array of strings")
+        return ()
+    names = tuple(n for n in value if isinstance(n, str))
+    what = "client need" if member == "client_needs" else "need"
+    for name in names:
+        if name not in known:
+            add(1, rule, f"unknown {what} {name!r} (known: {', '.join(known)})")
+    if len(set(names)) != len(names):
+        add(1, rule, f"{member} must be distinct")
+    return names
+
+
+def read_needs(value: JSON, add: Report) -> tuple[str, ...]:
+    """[TX-NEEDS-01] the header's ``needs``."""
+    return _names(value, NEEDS, "needs", "TX-NEEDS-01", add)
+
+
+def acp_uses_no_hook(
+    setup: Mapping[str, JSON], channel_count: int, needs: tuple[str, ...], add: Report
+) -> None:
+    """[TX-PROFILE-02] base ACP: no host hook, whatever setup says or needs ask."""
+    used = implied_hooks(setup, channel_count) | (set(needs) & set(HOOKS))
+    if used:
+        add(1, "TX-PROFILE-02", f"an acp scenario uses no host hook; it uses {sorted(used)}")
+
+
+def read_client_needs(value: JSON, add: Report) -> tuple[str, ...]:
+    """[ZC-SERVE-03] the header's ``client_needs``."""
+    return _names(value, CLIENT_CAPABILITIES, "client_needs", "ZC-SERVE-03", add)
+
+
+def read_client_files(value: JSON, add: Report) -> dict[str, str]:
+    """[ZC-SERVE-04] the header's ``client_files``: relative path to text."""
     files: dict[str, str] = {}
-    if not isinstance(files_raw, dict):
+    if not isinstance(value, dict):
         add(1, "ZC-SERVE-04", "client_files must be an object of relative path to text")
-        return needs, files
-    for name, text in files_raw.items():
+        return files
+    for name, text in value.items():
         parts = name.split("/")
         if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
             add(1, "ZC-SERVE-04", f"client_files: {name!r} is not a plain relative path")
@@ -119,7 +118,7 @@ def check_client_header(
             add(1, "ZC-SERVE-04", f"client_files: the content of {name!r} must be a string")
         else:
             files[name] = text
-    return needs, files
+    return files
 
 
 def capability_needs(needs: Iterable[str]) -> tuple[str, ...]:

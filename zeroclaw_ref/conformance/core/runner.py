@@ -36,6 +36,7 @@ from .exchange import (
     match_stderr,
     stderr_lines,
 )
+from .header import support_path
 from .jsonlex import JSON, Real, dumps
 from .match import MatchContext, match, match_unordered, split_pointer
 from .options import NotApplicable, RunOptions, default_agent
@@ -43,7 +44,7 @@ from .placeholders import PlaceholderError, substitute, substitute_host_text
 from .profiles import CLIENT_ONLY, CLIENT_PROFILE, all_needs, capability_needs, missing
 from .report import HISTORY, STDERR_TAIL, Failed, FailureInfo, failure, render_failure
 from .schema import JudgedExchange
-from .transcript import Frame, Scenario, TranscriptError, frame_ignore, load, support_path
+from .transcript import Frame, Scenario, TranscriptError, frame_ignore, load
 from .verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
 
 __all__ = ["RunOptions", "ScenarioResult", "ScenarioRun", "default_agent", "run_scenario"]

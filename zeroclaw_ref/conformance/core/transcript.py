@@ -1,50 +1,25 @@
 """Reading a scenario file into a ``Scenario`` (transcripts.md §1 to §3).
 
 ``load`` applies the file-level rules every command shares: encoding and lines
-([TX-FORMAT-02], [TX-FORMAT-03]), the header ([TX-HEADER-01] to
-[TX-HEADER-10]) and the frame shapes ([TX-FRAME-01]). Rules that follow the
-frames in order (placeholders and static binding) live in checks.py.
+([TX-FORMAT-02], [TX-FORMAT-03]), the header (its table of members is header.py's,
+[TX-HEADER-01] to [TX-HEADER-10]) and the frame shapes ([TX-FRAME-01]). Rules that
+follow the frames in order (placeholders and static binding) live in checks.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .jsonlex import JSON, JsonError, Real, loads
-from .profiles import (
-    CLIENT_PROFILE,
-    capability_needs,
-    check_client_header,
-    check_header,
-    first_send_is_initialize,
-)
+from .header import Channel, number, pointers, read_header, support_path
+from .jsonlex import JSON, JsonError, loads
+from .profiles import CLIENT_PROFILE, capability_needs, first_send_is_initialize
 
-FORMAT_MAJOR = 2
 PROTOCOLS = ("acp", "mcp", "policy", "config")
-LEVELS = ("required", "optional", "informational")
-TRANSPORTS = ("stdio", "http", "sse")
 KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-CHANNEL_NAME = re.compile(r"[a-z][a-z0-9_]*")
-REQUIREMENT_ID = re.compile(r"[A-Z]+-[A-Z0-9]+-[0-9]+")
-# [TX-HEADER-08] variables the host hooks own
-HOST_ENV = frozenset(
-    {"PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "TZ", "ZEROCLAW_CONFIG_DIR"}
-    | {"ZEROCLAW_DATA_DIR", "ZEROCLAW_CONFORMANCE", "ZEROCLAW_CONFORMANCE_MODEL_SCRIPT"}
-)
-HEADER_MEMBERS = frozenset(
-    {"format", "scenario", "description", "requirements", "level", "setup", "channels"}
-    | {"tags", "timeouts", "ignore", "timing", "record", "profile", "needs"}
-    | {"client_needs", "client_files"}
-)
-SETUP_MEMBERS = frozenset({"config", "config_dir", "model", "workspace", "env"})
-CHANNEL_OPTIONS: Mapping[str, frozenset[str]] = {
-    "stdio": frozenset({"on_eof"}),
-    "http": frozenset({"get"}),
-    "sse": frozenset({"endpoint"}),
-}
 VERBS = (
     "send",
     "send_raw",
@@ -102,15 +77,6 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
-class Channel:
-    """A declared MCP peer channel ([TX-HEADER-09])."""
-
-    name: str
-    transport: str
-    options: Mapping[str, JSON]
-
-
-@dataclass(frozen=True, slots=True)
 class Scenario:
     """A parsed scenario; ``display`` is the path shown in messages (relative, stable)."""
 
@@ -162,16 +128,6 @@ class _Collector:
         self.problems.append(Problem(self.display, line, rule, message))
 
 
-def _number(value: JSON) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return float(value)
-    if isinstance(value, Real):
-        return float(value.value)
-    return None
-
-
 def _read_lines(path: Path, data: bytes | None, out: _Collector) -> list[dict[str, JSON]] | None:
     if data is None:
         try:
@@ -194,17 +150,17 @@ def _read_lines(path: Path, data: bytes | None, out: _Collector) -> list[dict[st
         out.add(text.count("\n") + 1, "TX-FORMAT-02", "file does not end with a newline")
         return None
     objects: list[dict[str, JSON]] = []
-    for number, line in enumerate(text[:-1].split("\n"), start=1):
+    for lineno, line in enumerate(text[:-1].split("\n"), start=1):
         if line == "":
-            out.add(number, "TX-FORMAT-02", "blank line")
+            out.add(lineno, "TX-FORMAT-02", "blank line")
             continue
         try:
             value = loads(line)
         except JsonError as exc:
-            out.add(number, "TX-FORMAT-03", f"not strict JSON: {exc}")
+            out.add(lineno, "TX-FORMAT-03", f"not strict JSON: {exc}")
             continue
         if not isinstance(value, dict):
-            out.add(number, "TX-FORMAT-03", "line is not a JSON object")
+            out.add(lineno, "TX-FORMAT-03", "line is not a JSON object")
             continue
         objects.append(value)
     if out.problems:
@@ -231,34 +187,35 @@ def load(path: Path, fixtures: Path, data: bytes | None = None) -> Scenario:
         raise TranscriptError(out.problems)
     _check_path(path, fixtures, out)
     header = lines[0]
-    scenario = _header(path, fixtures, display, header, out)
+    r = read_header(header, scenario_id(path, fixtures), fixtures, out.add)
+    scenario = Scenario(
+        path=path,
+        fixtures=fixtures,
+        display=display,
+        id=r.id,
+        header=header,
+        frames=(),
+        description=r.description,
+        requirements=r.requirements,
+        level=r.level,
+        tags=r.tags,
+        channels=r.channels,
+        setup=r.setup,
+        timeout_expect=r.timeouts["expect"],
+        timeout_exit=r.timeouts["exit"],
+        ignore=r.ignore,
+        profile=r.profile,
+        needs=r.needs,
+        client_needs=r.client_needs,
+        client_files=r.client_files,
+    )
     frames = tuple(
         f for n, obj in enumerate(lines[1:], 2) if (f := _frame(n, obj, scenario, out)) is not None
     )
     _check_opening(scenario, frames, out)
     if out.problems:
         raise TranscriptError(out.problems)
-    return Scenario(
-        path=path,
-        fixtures=fixtures,
-        display=display,
-        id=scenario.id,
-        header=header,
-        frames=frames,
-        description=scenario.description,
-        requirements=scenario.requirements,
-        level=scenario.level,
-        tags=scenario.tags,
-        channels=scenario.channels,
-        setup=scenario.setup,
-        timeout_expect=scenario.timeout_expect,
-        timeout_exit=scenario.timeout_exit,
-        ignore=scenario.ignore,
-        profile=scenario.profile,
-        needs=scenario.needs,
-        client_needs=scenario.client_needs,
-        client_files=scenario.client_files,
-    )
+    return dataclasses.replace(scenario, frames=frames)
 
 
 def _check_opening(sc: Scenario, frames: tuple[Frame, ...], out: _Collector) -> None:
@@ -286,171 +243,6 @@ def _check_path(path: Path, fixtures: Path, out: _Collector) -> None:
         out.add(1, "TX-FORMAT-01", "area and name must be lower-case kebab-case")
 
 
-def _strings(value: JSON) -> tuple[str, ...] | None:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v for v in value if isinstance(v, str))
-    return None
-
-
-def _header(
-    path: Path, fixtures: Path, display: str, header: dict[str, JSON], out: _Collector
-) -> Scenario:
-    for name in ("format", "scenario", "description", "requirements", "level"):
-        if name not in header:
-            out.add(1, "TX-HEADER-01", f"header lacks {name!r}")
-    for name in header:
-        if name not in HEADER_MEMBERS and not name.startswith("x-"):
-            out.add(1, "TX-HEADER-01", f"unknown header member {name!r}")
-    fmt = header.get("format", FORMAT_MAJOR)
-    if isinstance(fmt, bool) or not isinstance(fmt, int):
-        out.add(1, "TX-HEADER-01", "format must be an integer")
-    elif fmt != FORMAT_MAJOR:
-        out.add(1, "TX-HEADER-05", f"format {fmt} is not supported (this runner: {FORMAT_MAJOR})")
-    sid = header.get("scenario", "")
-    expected_id = scenario_id(path, fixtures)
-    if not isinstance(sid, str) or (expected_id is not None and sid != expected_id):
-        out.add(1, "TX-FORMAT-05", f"scenario id must be {expected_id!r}")
-    description = header.get("description", "")
-    if not isinstance(description, str):
-        out.add(1, "TX-HEADER-01", "description must be a string")
-        description = ""
-    _check_description(description, out)
-    requirements = _strings(header.get("requirements", []))
-    if requirements is None or not requirements:
-        out.add(1, "TX-HEADER-03", "requirements must be a non-empty array of strings")
-        requirements = ()
-    elif len(set(requirements)) != len(requirements):
-        out.add(1, "TX-HEADER-03", "requirements must be distinct")
-    for rid in requirements:
-        if not REQUIREMENT_ID.fullmatch(rid):
-            out.add(1, "TX-HEADER-03", f"{rid!r} is not a requirement ID")
-    level = header.get("level", "required")
-    if level not in LEVELS or not isinstance(level, str):
-        out.add(1, "TX-HEADER-04", f"level must be one of {', '.join(LEVELS)}")
-        level = "required"
-    tags = _strings(header.get("tags", []))
-    if tags is None:
-        out.add(1, "TX-HEADER-01", "tags must be an array of strings")
-        tags = ()
-    timeouts = header.get("timeouts", {})
-    limits = {"expect": 5.0, "exit": 5.0}
-    if not isinstance(timeouts, dict):
-        out.add(1, "TX-HEADER-01", "timeouts must be an object")
-    else:
-        for key, value in timeouts.items():
-            seconds = _number(value)
-            if key not in limits or seconds is None or seconds <= 0:
-                out.add(1, "TX-HEADER-01", f"timeouts.{key} must be expect/exit seconds > 0")
-            else:
-                limits[key] = seconds
-    ignore = _strings(header.get("ignore", []))
-    if ignore is None or any(not p.startswith("/") for p in ignore):
-        out.add(1, "TX-MATCH-07", "ignore must be an array of JSON Pointers")
-        ignore = ()
-    if "timing" in header and not isinstance(header["timing"], str):
-        out.add(1, "TX-HEADER-01", "timing must be a string")
-    record = header.get("record", {})
-    if not isinstance(record, dict) or set(record) - {"enabled", "masks"}:
-        out.add(1, "TX-HEADER-01", "record must be an object with enabled and masks")
-    setup = header.get("setup", {})
-    if not isinstance(setup, dict):
-        out.add(1, "TX-HEADER-01", "setup must be an object")
-        setup = {}
-    _check_setup(setup, fixtures, out)
-    channels = _channels(header.get("channels", {}), out)
-    profile, needs = check_header(header, setup, len(channels), out.add)
-    client_needs, client_files = check_client_header(header, out.add)
-    return Scenario(
-        path=path,
-        fixtures=fixtures,
-        display=display,
-        id=sid if isinstance(sid, str) else "",
-        header=header,
-        frames=(),
-        description=description,
-        requirements=requirements,
-        level=level,
-        tags=tags,
-        channels=channels,
-        setup=setup,
-        timeout_expect=limits["expect"],
-        timeout_exit=limits["exit"],
-        ignore=ignore,
-        profile=profile,
-        needs=needs,
-        client_needs=client_needs,
-        client_files=client_files,
-    )
-
-
-def _check_description(text: str, out: _Collector) -> None:
-    # [TX-HEADER-02] one sentence, at most 200 characters, no "should"/"test that"
-    lowered = text.lower()
-    if not text or len(text) > 200:
-        out.add(1, "TX-HEADER-02", "description must be 1 to 200 characters")
-    if re.search(r"\bshould\b", lowered) or "test that" in lowered:
-        out.add(1, "TX-HEADER-02", 'description must not say "should" or "test that"')
-    if re.search(r"[.!?]\s+[A-Z]", text) or not text.rstrip().endswith((".", "!", "?")):
-        out.add(1, "TX-HEADER-02", "description must be a single sentence ending in a full stop")
-
-
-def support_path(value: JSON, fixtures: Path) -> Path | None:
-    """A setup path relative to fixtures/ that lies under _support/ ([TX-HEADER-06])."""
-    if not isinstance(value, str) or value.startswith("/") or not value.startswith("_support/"):
-        return None
-    target = (fixtures / value).resolve()
-    support = (fixtures / "_support").resolve()
-    if support not in target.parents or not target.exists():
-        return None
-    return target
-
-
-def _check_setup(setup: dict[str, JSON], fixtures: Path, out: _Collector) -> None:
-    for name in setup:
-        if name not in SETUP_MEMBERS:
-            out.add(1, "TX-HEADER-01", f"unknown setup member {name!r}")
-    config = setup.get("config")
-    if isinstance(config, dict):
-        if set(config) != {"path"} or support_path(config["path"], fixtures) is None:
-            out.add(1, "TX-HEADER-06", "setup.config.path must name a file under _support/")
-    elif config is not None and not isinstance(config, str):
-        out.add(1, "TX-HEADER-01", "setup.config must be TOML text or {path}")
-    for name in ("config_dir", "model", "workspace"):
-        if name in setup and support_path(setup[name], fixtures) is None:
-            out.add(1, "TX-HEADER-06", f"setup.{name} must name an existing path under _support/")
-    env = setup.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        out.add(1, "TX-HEADER-01", "setup.env must be an object of strings")
-    else:
-        for name in env:
-            if name in HOST_ENV:
-                out.add(1, "TX-HEADER-08", f"setup.env must not set {name}")
-
-
-def _channels(value: JSON, out: _Collector) -> dict[str, Channel]:
-    channels: dict[str, Channel] = {}
-    if not isinstance(value, dict):
-        out.add(1, "TX-HEADER-09", "channels must be an object")
-        return channels
-    for name, spec in value.items():
-        if name == "acp" or not CHANNEL_NAME.fullmatch(name):
-            out.add(1, "TX-HEADER-09", f"bad channel name {name!r}")
-            continue
-        if not isinstance(spec, dict) or spec.get("role") != "mcp-server":
-            out.add(1, "TX-HEADER-09", f"channel {name!r} must have role mcp-server")
-            continue
-        transport = spec.get("transport")
-        if not isinstance(transport, str) or transport not in TRANSPORTS:
-            out.add(1, "TX-HEADER-09", f"channel {name!r} transport must be stdio, http or sse")
-            continue
-        options = {k: v for k, v in spec.items() if k not in ("role", "transport")}
-        for option in options:
-            if option not in CHANNEL_OPTIONS[transport] and not option.startswith("x-"):
-                out.add(1, "TX-HEADER-09", f"channel {name!r}: unknown option {option!r}")
-        channels[name] = Channel(name, transport, options)
-    return channels
-
-
 def _frame(line: int, obj: dict[str, JSON], sc: Scenario, out: _Collector) -> Frame | None:
     verbs = [k for k in obj if k in VERBS]
     if len(verbs) != 1:
@@ -472,17 +264,13 @@ def _frame(line: int, obj: dict[str, JSON], sc: Scenario, out: _Collector) -> Fr
 
 def frame_ignore(frame: Frame) -> tuple[str, ...] | None:
     """[TX-MATCH-07] an expect frame's own ignore patterns (none when absent, None when invalid)."""
-    value = frame.mods.get("ignore", [])
-    patterns = _strings(value)
-    if patterns is None or any(not p.startswith("/") for p in patterns):
-        return None
-    return patterns
+    return pointers(frame.mods.get("ignore", []))
 
 
 def _check_frame_value(frame: Frame, sc: Scenario, out: _Collector) -> None:
     v, m, line = frame.value, frame.mods, frame.line
     transport = sc.channels[frame.ch].transport if frame.ch != "acp" else "acp"
-    if "within" in m and ((_number(m["within"]) or 0) <= 0):
+    if "within" in m and ((number(m["within"]) or 0) <= 0):
         out.add(line, "TX-FRAME-01", "within must be a positive number of seconds")
     if "http" in m and transport not in ("http", "sse"):
         out.add(line, "TX-FRAME-01", "http is only allowed on http and sse channels")

@@ -44,8 +44,8 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from ..core.header import Channel
 from ..core.jsonlex import JSON, JsonError, loads
-from ..core.transcript import Channel
 from .httpwire import (
     BodyError,
     Handler,

@@ -22,8 +22,8 @@ import socket
 import threading
 import time
 
+from ..core.header import Channel
 from ..core.jsonlex import JSON, JsonError, loads
-from ..core.transcript import Channel
 from .httppeers import HttpPeer, SsePeer
 from .inbox import Inbox
 
