@@ -55,6 +55,7 @@ The fake MCP servers (a scenario with ``channels``)::
 The tools::
 
     tools/lint.py               198  lint: every file's checks, then the corpus-wide ones
+    tools/transcript_schema.py  259  the format's JSON Schema (fixtures/schema/), as lint applies it
     tools/coverage.py           330  coverage: cited requirement IDs against the manifest
     tools/citations.py          107  the IDs tests and code tags cite
     tools/record.py             431  record: drafting goldens from an agent for review

@@ -3,8 +3,10 @@
 Per file it applies everything ``run`` checks before starting an IUT, then
 adds what needs the whole corpus: requirement IDs against the manifest (and
 the spec documents with ``--spec``), case-colliding ids, orphaned support
-files, stray files and expected-failures syntax. TX-LINT-03 (schema
-validation) applies only when ``fixtures/schema/`` exists; it does not yet.
+files, stray files and expected-failures syntax. When the corpus has
+``schema/transcript.schema.json``, every scenario that loads is also checked against
+that statement of the format (transcript_schema.py). The ACP schema's judging of
+messages ([TX-LINT-03]) is the runner's (core/schema.py), at run time.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .coverage import (
     load_manifest,
     parse_spec,
 )
+from .transcript_schema import SCHEMA_FILE, SchemaError, read_schema, scenario_problems
 
 TOP_LEVEL_FILES = frozenset(
     {"README.md", "VERSION", "CHANGELOG.md", "spec-index.json", "coverage-exemptions.txt"}
@@ -42,6 +45,10 @@ def lint_paths(fixtures: Path, paths: Sequence[Path], spec_dir: Path | None) -> 
         files = discover(fixtures, paths)
     except SelectionError as exc:
         return [Problem(str(exc), 1, "TX-LINT-01", "cannot select")]
+    try:
+        schema = read_schema(fixtures)
+    except SchemaError as exc:
+        return [Problem(display_path(fixtures / SCHEMA_FILE, fixtures), 1, "TX-LINT-01", str(exc))]
     scenarios: list[Scenario] = []
     for path in files:
         try:
@@ -49,6 +56,8 @@ def lint_paths(fixtures: Path, paths: Sequence[Path], spec_dir: Path | None) -> 
         except TranscriptError as exc:
             problems += exc.problems
             continue
+        if schema is not None:  # the format's own schema, fixtures/schema/ (transcript_schema.py)
+            problems += scenario_problems(sc, schema)
         problems += check_frames(sc)
         problems += _serve_problems(sc)
         scenarios.append(sc)
