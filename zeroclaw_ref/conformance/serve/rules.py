@@ -1,4 +1,4 @@
-"""What a real ACP client can be held to in ``serve`` (issue 15; ZC-SERVE-01 to ZC-SERVE-07).
+"""What a real ACP client can be held to in ``serve`` (issue 15; ZC-SERVE-01 to ZC-SERVE-10).
 
 transcripts.md §14 makes a scenario servable when a client *could* replay it;
 these rules narrow that to what a real editor's client does by itself:
@@ -9,7 +9,12 @@ these rules narrow that to what a real editor's client does by itself:
   [ZC-SERVE-05];
 - an ``fs/*`` or ``terminal/*`` request the scripted agent writes is announced
   by the header's ``client_needs``, so serve can check the client advertised
-  it before writing one [ZC-SERVE-03].
+  it before writing one [ZC-SERVE-03];
+- it writes only well-formed JSON-RPC objects and answers only requests it was
+  sent: a scenario that makes the client send a batch, a scalar line, a response
+  to nothing or params its schema forbids (tag ``malformed-client-input``) judges
+  how an *agent* copes with a broken client, and no conformant client can play
+  it [ZC-SERVE-10].
 
 The method tables are facts of the pinned schema (fixtures/schema/acp-v1.schema.json,
 ``x-side``/``x-method``), written out so that no import needs the schema file.
@@ -26,6 +31,8 @@ CLIENT_METHODS = frozenset(
     | {"session/delete", "session/resume", "session/close", "session/set_mode"}
     | {"session/set_config_option", "session/prompt", "session/cancel", "$/cancel_request"}
 )
+# A scenario tagged so sends what a conformant client never writes [ZC-SERVE-10].
+MALFORMED_TAG = "malformed-client-input"
 # Agent requests whose answer the client computes from its own files and processes.
 CAPABILITY_OF = {
     "fs/read_text_file": "fs.readTextFile",
@@ -72,7 +79,38 @@ def real_client_problems(sc: Scenario) -> list[Problem]:
             message = f"a real client never sends {method!r} (not a client method of ACP v1)"
             out.append(Problem(sc.display, frame.line, "ZC-SERVE-05", message))
     out += capability_problems(sc)
+    out += malformed_problems(sc)
     return out
+
+
+def malformed_problems(sc: Scenario) -> list[Problem]:
+    """[ZC-SERVE-10] what only a broken client would write; empty for a playable scenario."""
+    out: list[Problem] = []
+
+    def add(line: int, message: str) -> None:
+        out.append(Problem(sc.display, line, "ZC-SERVE-10", message))
+
+    tags = sc.header.get("tags")
+    if isinstance(tags, list) and MALFORMED_TAG in tags:
+        add(1, f"tagged {MALFORMED_TAG}: it judges how an agent copes with a broken client")
+    asked: set[str] = set()
+    for frame in judged(sc):
+        values = frame.value if frame.verb == "expect_unordered" else [frame.value]
+        if frame.verb in ("expect", "expect_unordered") and isinstance(values, list):
+            asked.update(_id_text(v) for v in values if is_request(v))
+        if frame.verb != "send":
+            continue
+        value = frame.value
+        if not isinstance(value, dict):
+            add(frame.line, "a real client writes JSON-RPC objects only, not a batch or a scalar")
+        elif "method" not in value and _id_text(value) not in asked:
+            add(frame.line, "a real client answers only requests it was sent")
+    return out
+
+
+def _id_text(message: JSON) -> str:
+    """A JSON-RPC id as comparable text (1 and "1" are different ids)."""
+    return repr(message.get("id")) if isinstance(message, dict) else ""
 
 
 def capability_problems(sc: Scenario) -> list[Problem]:
