@@ -1,4 +1,6 @@
-"""Permission requests: summary rules (Table 6-1), answers (Table 6-2), replacement text."""
+"""Permission requests: summary rules (Table 6-1), answers (Table 6-2), replacement text, and
+the approval gate they serve: under `supervised` an acting call waits for the operator's answer,
+under `full` it is not gated (ACP-SEC-13, driven through an in-process server)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_for
+from tests.helpers.acp_harness import RISK_FULL, MakeHarness, config_text
+from tests.helpers.json_at import at, list_at, objects_at
 from zeroclaw_ref.acp.approver import AcpApprover, map_answer, sanitize_replacement, summarize
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.ids import SequentialIds
@@ -84,7 +89,7 @@ def test_request_params_for_edit_and_other_tools(tmp_path: Path) -> None:
     edit = approver.request_params(
         "file_edit", {"path": "a.py", "old_string": "1", "new_string": "2"}
     )
-    assert [o["optionId"] for o in edit["options"]] == [  # type: ignore[index, union-attr]
+    assert [o["optionId"] for o in objects_at(edit, "options")] == [
         "allow-once", "allow-always", "reject-with-edit", "reject-once"
     ]  # fmt: skip
     tool_call = edit["toolCall"]
@@ -100,5 +105,58 @@ def test_request_params_for_edit_and_other_tools(tmp_path: Path) -> None:
         "proposedEdit": "2",
     }
     shell = approver.request_params("shell", {"command": "ls"})
-    assert shell["toolCall"]["rawInput"] == {"tool": "shell", "summary": "ls"}  # type: ignore[index, call-overload]
-    assert len(shell["options"]) == 3  # type: ignore[arg-type]
+    assert at(shell, "toolCall", "rawInput") == {"tool": "shell", "summary": "ls"}
+    assert len(list_at(shell, "options")) == 3
+
+
+# --- ACP-SEC-13: supervised tool calls go through the approval gate ---------------------------
+
+
+@pytest.mark.req("ACP-SEC-13")
+@pytest.mark.parametrize(("option", "runs"), [("allow-once", True), ("reject-once", False)])
+def test_under_supervised_an_acting_call_waits_for_the_operator_and_obeys_the_answer(
+    tmp_path: Path, make_harness: MakeHarness, option: str, runs: bool
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    harness = make_harness(config_text({"a": ""}, risk='level = "supervised"\n'))
+    sid, execution = harness.new(1, cwd=str(ws))
+    assert execution.io.approval.level == "supervised"
+    harness.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": "write: gated.txt payload"},
+        }
+    )
+    wait_for(lambda: bool(harness.requests()), "a permission request")
+    (request,) = harness.requests()
+    assert request["params"]["sessionId"] == sid
+    assert not (ws / "gated.txt").exists()  # nothing ran before the answer
+    assert not [m for m in harness.out if m.get("id") == 2]  # the turn is parked
+    harness.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request["id"],
+            "result": {"outcome": {"outcome": "selected", "optionId": option}},
+        }
+    )
+    answer = harness.answer(2)
+    assert answer["result"]["stopReason"] == "end_turn", answer
+    assert (ws / "gated.txt").exists() == runs
+    # a read tool on the built-in auto-approve list passes the same gate without asking
+    (ws / "r.txt").write_text("x")
+    harness.call(3, "session/prompt", {"sessionId": sid, "prompt": "read: r.txt"})
+    assert len(harness.requests()) == 1
+
+
+@pytest.mark.req("ACP-SEC-13")
+def test_the_same_call_under_full_is_not_gated(tmp_path: Path, make_harness: MakeHarness) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    harness = make_harness(config_text({"a": ""}, risk=RISK_FULL))
+    sid, _ = harness.new(1, cwd=str(ws))
+    answer = harness.call(2, "session/prompt", {"sessionId": sid, "prompt": "write: f.txt x"})
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert harness.requests() == [] and (ws / "f.txt").read_text() == "x"

@@ -1,5 +1,7 @@
 """The stdio front door as a real process: signals, broken pipes, stray output, exit codes
-(acp.md §1.1, §1.7)."""
+(acp.md §1.1, §1.7), and its threading model: handlers on the reader, turns on one worker per
+session, output on one writer, the reader's ordering of lines that arrive in one write
+(ACP-TR-28, ACP-TR-30, ACP-TR-31)."""
 
 from __future__ import annotations
 
@@ -14,17 +16,20 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.acp_client import AcpProcess
+from tests.helpers.acp_harness import Message
+from tests.helpers.json_at import at, text_at
 from zeroclaw_ref.acp.server import AcpServer
 from zeroclaw_ref.config.load import load_config
 from zeroclaw_ref.core.clock import FixedClock
 from zeroclaw_ref.core.ids import SequentialIds
+from zeroclaw_ref.core.jsontypes import JSONObject
 from zeroclaw_ref.store.sessions import store_path
 from zeroclaw_ref.wire import acp as wire
 
 
 def _start_slow_turn(agent: AcpProcess) -> str:
     agent.request(1, "session/new", {})
-    sid = agent.response(1)["result"]["sessionId"]
+    sid = text_at(agent.response(1), "result", "sessionId")
     agent.request(2, "session/prompt", {"sessionId": sid, "prompt": "slow: 500"})
     first = agent.recv("the first tick")
     assert first["params"]["update"]["content"]["text"] == "tick 1 "
@@ -41,7 +46,7 @@ def test_a_signal_ends_like_end_of_input_with_the_turn_cancelled(
     agent.proc.send_signal(signum)
     seen: list[dict[str, object]] = []
     result = agent.response(2, seen)
-    assert result["result"]["stopReason"] == "cancelled"  # type: ignore[index]
+    assert at(result, "result", "stopReason") == "cancelled"
     assert agent.proc.wait(timeout=10) == 0
 
 
@@ -52,7 +57,7 @@ def test_end_of_input_cancels_the_running_turn_and_still_writes_its_result(tmp_p
     assert agent.proc.stdin is not None
     agent.proc.stdin.close()
     result = agent.response(2, [])
-    assert result["result"]["stopReason"] == "cancelled"  # type: ignore[index]
+    assert at(result, "result", "stopReason") == "cancelled"
     assert agent.proc.wait(timeout=10) == 0
 
 
@@ -274,10 +279,205 @@ def test_a_prompt_with_a_lone_surrogate_completes_is_stored_and_replays_unchange
     replay: list[dict[str, object]] = []
     agent.request(4, "session/load", {"sessionId": sid})
     assert agent.response(4, replay)["result"] == {}
-    updates = [m["params"]["update"] for m in replay]  # type: ignore[index]
+    updates = [at(m, "params", "update") for m in replay]
     assert updates[0] == {
         "sessionUpdate": "user_message_chunk",
         "content": {"type": "text", "text": f"hi {SID}"},
     }
-    assert updates[1:] == [m["params"]["update"] for m in live]  # type: ignore[index]
+    assert updates[1:] == [at(m, "params", "update") for m in live]
     assert agent.close_input() == 0
+
+
+# --- ACP-TR-28 / TR-30 / TR-31: the threading model of the real process ----------------------
+
+# Loaded into the real server process as `sitecustomize`: two public observation points, the
+# resolve observer (it runs inside the session/new handler, on whichever thread dispatches it)
+# and the turn engine (it runs wherever turns run). Each reports its thread and the names of
+# all live threads on stderr.
+PROBE = """
+import sys, threading
+from zeroclaw_ref.engine.resolve import add_resolve_observer
+from zeroclaw_ref.engine.turn import TurnEngine
+
+def report(what):
+    names = sorted(t.name for t in threading.enumerate())
+    sys.stderr.write("PROBE " + what + " " + threading.current_thread().name + " "
+                     + ",".join(names) + "\\n")
+    sys.stderr.flush()
+
+add_resolve_observer(lambda execution: report("resolve"))
+real_run_turn = TurnEngine.run_turn
+def run_turn(self, *args, **kwargs):
+    report("turn")
+    return real_run_turn(self, *args, **kwargs)
+TurnEngine.run_turn = run_turn
+"""
+
+
+def probed_agent(tmp_path: Path) -> AcpProcess:
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    (probe_dir / "sitecustomize.py").write_text(PROBE)
+    return AcpProcess(tmp_path / "cfg", env={"PYTHONPATH": str(probe_dir)})
+
+
+def probes(agent: AcpProcess) -> list[tuple[str, str, list[str]]]:
+    found = []
+    for line in list(agent.stderr_lines):
+        if line.startswith("PROBE "):
+            _, what, thread, names = line.rstrip("\n").split(" ", 3)
+            found.append((what, thread, names.split(",")))
+    return found
+
+
+@pytest.mark.req("ACP-TR-28")
+def test_handlers_run_on_the_reader_turns_on_one_worker_per_session_output_on_one_writer(
+    tmp_path: Path,
+) -> None:
+    agent = probed_agent(tmp_path)
+    try:
+        sids = []
+        for msg_id in (1, 2):
+            agent.request(msg_id, "session/new", {})
+            sids.append(agent.response(msg_id)["result"]["sessionId"])
+        for msg_id, sid in ((3, sids[0]), (4, sids[1]), (5, sids[0])):
+            agent.request(msg_id, "session/prompt", {"sessionId": sid, "prompt": "hello"})
+            assert agent.response(msg_id, [])["result"]["stopReason"] == "end_turn"
+        agent.request(6, "session/stop", {"sessionId": sids[0]})
+        assert agent.response(6, [])["result"]["stopped"] is True
+        agent.request(7, "session/prompt", {"sessionId": sids[1], "prompt": "again"})
+        assert agent.response(7, [])["result"]["stopReason"] == "end_turn"
+        assert agent.close_input() == 0
+    finally:
+        agent.kill()
+    seen = probes(agent)
+    resolves = [p for p in seen if p[0] == "resolve"]
+    turns = [p for p in seen if p[0] == "turn"]
+    assert len(resolves) == 2 and len(turns) == 4, agent.stderr_lines
+    # both session/new handlers ran on one reader thread, neither the writer nor a worker
+    (reader,) = {thread for _, thread, _ in resolves}
+    assert reader != "writer" and not reader.startswith("session-")
+    # each turn ran on its own session's worker, never on the reader
+    assert all(reader in names for _, _, names in turns)  # the reader stays alive
+    assert [thread for _, thread, _ in turns] == [
+        f"session-{sids[0]}",
+        f"session-{sids[1]}",
+        f"session-{sids[0]}",
+        f"session-{sids[1]}",
+    ]
+    for _, _, names in turns[:3]:
+        # exactly one writer, and one worker per active session
+        assert names.count("writer") == 1, names
+        assert sorted(n for n in names if n.startswith("session-")) == sorted(
+            f"session-{s}" for s in sids
+        )
+    # the stopped session's worker is gone once it drained
+    last_names = turns[3][2]
+    assert [n for n in last_names if n.startswith("session-")] == [f"session-{sids[1]}"]
+    assert last_names.count("writer") == 1
+
+
+def _line(msg_id: int, method: str, params: JSONObject) -> bytes:
+    message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+    return json.dumps(message).encode() + b"\n"
+
+
+def _next_session_id(agent: AcpProcess) -> str:
+    """With ZEROCLAW_REF_DETERMINISTIC=1 session ids count up in their last twelve digits:
+    open one session and predict the id of the next."""
+    agent.request(100, "session/new", {})
+    first = str(agent.response(100)["result"]["sessionId"])
+    return f"{first[:-12]}{int(first[-12:], 16) + 1:012x}"
+
+
+@pytest.mark.req("ACP-TR-30")
+def test_a_prompt_written_together_with_session_new_finds_the_session(tmp_path: Path) -> None:
+    # All lines arrive in one write, so only the reader's ordering keeps them apart: the prompt
+    # must see the published session, and the cancel must see the accepted turn.
+    agent = AcpProcess(tmp_path / "cfg", env={"ZEROCLAW_REF_DETERMINISTIC": "1"})
+    try:
+        sid = _next_session_id(agent)
+        agent.send(
+            _line(1, "initialize", {})
+            + _line(2, "session/new", {})
+            + _line(3, "session/prompt", {"sessionId": sid, "prompt": "slow: 500"})
+            + _line(4, "session/cancel", {"sessionId": sid})
+        )
+        seen: list[Message] = []
+        first = agent.recv("the initialize response")
+        assert first["id"] == 1 and "result" in first
+        new = agent.recv("the session/new response")  # before any byte of the turn
+        assert new["id"] == 2 and new["result"]["sessionId"] == sid, new
+        cancel = agent.response(4, seen)
+        assert cancel["result"] == {}
+        prompt = agent.response(3, seen)
+        assert prompt["result"]["stopReason"] == "cancelled", prompt  # the cancel hit the turn
+        ticks = [m for m in seen if m.get("method") == "session/update"]
+        assert len(ticks) < 500
+        assert agent.close_input() == 0
+    finally:
+        agent.kill()
+
+
+@pytest.mark.req("ACP-TR-30")
+def test_a_prompt_written_together_with_session_stop_is_refused(tmp_path: Path) -> None:
+    agent = AcpProcess(tmp_path / "cfg", env={"ZEROCLAW_REF_DETERMINISTIC": "1"})
+    try:
+        sid = _next_session_id(agent)
+        agent.send(
+            _line(1, "session/new", {})
+            + _line(2, "session/stop", {"sessionId": sid})
+            + _line(3, "session/prompt", {"sessionId": sid, "prompt": "hello"})
+        )
+        seen: list[Message] = []
+        assert agent.response(1, seen)["result"]["sessionId"] == sid
+        refused = agent.response(3, seen)
+        assert refused["error"] == {  # stop already left the active set
+            "code": -32000,
+            "message": f"Session not found: {sid}",
+        }
+        assert agent.response(2, seen)["result"] == {"sessionId": sid, "stopped": True}
+        assert agent.close_input() == 0
+    finally:
+        agent.kill()
+
+
+@pytest.mark.req("ACP-TR-31")
+def test_the_reader_keeps_serving_while_a_turn_waits_for_a_permission_answer(
+    tmp_path: Path,
+) -> None:
+    agent = AcpProcess(tmp_path / "cfg")  # no configuration: the demo agent, supervised
+    try:
+        agent.request(1, "session/new", {})
+        parked = agent.response(1)["result"]["sessionId"]
+        agent.request(2, "session/prompt", {"sessionId": parked, "prompt": "write: a.txt x"})
+        seen: list[Message] = []
+        while True:
+            message = agent.recv("the permission request")
+            if message.get("method") == "session/request_permission":
+                break
+            seen.append(message)
+        # The turn now waits for the client; the reader must not.
+        agent.request(3, "initialize")
+        assert "result" in agent.response(3, seen)
+        agent.request(4, "session/new", {})
+        other = agent.response(4, seen)["result"]["sessionId"]
+        agent.request(5, "session/prompt", {"sessionId": other, "prompt": "hello"})
+        assert agent.response(5, seen)["result"]["stopReason"] == "end_turn"
+        agent.request(6, "session/prompt", {"sessionId": parked, "prompt": "again"})
+        assert agent.response(6, seen)["error"]["code"] == -32002  # busy, answered at once
+        assert not [m for m in seen if m.get("id") == 2]  # the parked turn is still parked
+        agent.request(7, "session/cancel", {"sessionId": parked})
+        assert agent.response(7, seen)["result"] == {}
+        result = agent.response(2, seen)
+        assert result["result"]["stopReason"] == "cancelled", result
+        # the unanswered request never got an answer from us: nothing waited for one
+        agent.send(
+            {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {"outcome": "cancelled"}}}
+        )
+        agent.request(8, "session/prompt", {"sessionId": parked, "prompt": "hello"})
+        assert agent.response(8, seen)["result"]["stopReason"] == "end_turn"
+        assert agent.close_input() == 0
+    finally:
+        agent.kill()
+    assert not (tmp_path / "cfg" / "agents" / "default" / "workspace" / "a.txt").exists()
