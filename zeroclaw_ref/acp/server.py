@@ -40,7 +40,7 @@ from zeroclaw_ref.rpc.endpoint import DEFERRED, Call, Deferred, Endpoint, Handle
 from zeroclaw_ref.sandbox.probe import describe as describe_sandbox
 from zeroclaw_ref.store.db import StoreError
 from zeroclaw_ref.store.sessions import SessionStore
-from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire import acp as wire
 from zeroclaw_ref.wire.errors import RpcError
 
 from .intake import BLANK_TURN, is_blank, render_prompt, session_id_of
@@ -92,20 +92,20 @@ class AcpServer:
         self._reserved = 0
         self._restoring: set[str] = set()
         methods: dict[str, Handler] = {
-            w.METHOD_INITIALIZE: self._initialize,
-            w.METHOD_SESSION_NEW: self._session_new,
-            w.METHOD_SESSION_PROMPT: self._session_prompt,
-            w.METHOD_SESSION_CANCEL: self._session_cancel,
-            w.METHOD_SESSION_STOP: self._session_stop,
-            w.METHOD_SESSION_CLOSE: self._session_close,
-            w.METHOD_SESSION_LOAD: self._session_restore,
-            w.METHOD_SESSION_RESUME: self._session_restore,
-            w.METHOD_SESSION_UPDATE: self._session_event,
-            w.METHOD_SESSION_EVENT: self._session_event,
+            wire.METHOD_INITIALIZE: self._initialize,
+            wire.METHOD_SESSION_NEW: self._session_new,
+            wire.METHOD_SESSION_PROMPT: self._session_prompt,
+            wire.METHOD_SESSION_CANCEL: self._session_cancel,
+            wire.METHOD_SESSION_STOP: self._session_stop,
+            wire.METHOD_SESSION_CLOSE: self._session_close,
+            wire.METHOD_SESSION_LOAD: self._session_restore,
+            wire.METHOD_SESSION_RESUME: self._session_restore,
+            wire.METHOD_SESSION_UPDATE: self._session_event,
+            wire.METHOD_SESSION_EVENT: self._session_event,
         }
         if store is not None:  # [ZC-LIST-01] [ZC-DEL-01] offered, and advertised, with a store
-            methods[w.METHOD_SESSION_LIST] = self._session_list
-            methods[w.METHOD_SESSION_DELETE] = self._session_delete
+            methods[wire.METHOD_SESSION_LIST] = self._session_list
+            methods[wire.METHOD_SESSION_DELETE] = self._session_delete
         self.endpoint = Endpoint(methods, send_line)
 
     @property
@@ -148,9 +148,13 @@ class AcpServer:
         meta["sessionTimeoutSecs"] = self.config.acp.session_timeout_secs
         meta["sandbox"] = describe_sandbox(self.config.sandbox)  # [ZC-SBX-06]
         return {
-            "protocolVersion": w.PROTOCOL_VERSION,  # [ACP-INIT-02]
+            "protocolVersion": wire.PROTOCOL_VERSION,  # [ACP-INIT-02]
             "agentCapabilities": capabilities,
-            "agentInfo": {"name": w.AGENT_NAME, "title": w.AGENT_TITLE, "version": __version__},
+            "agentInfo": {
+                "name": wire.AGENT_NAME,
+                "title": wire.AGENT_TITLE,
+                "version": __version__,
+            },
             "authMethods": [],  # [ACP-INIT-10]
             "_meta": {"zeroclaw": meta},
         }
@@ -396,7 +400,7 @@ class AcpServer:
             session.restore_plan(stored.plan_json)  # [ACP-RESUME-02] runtime state only
         if seed.dropped_messages:
             self.send_trimmed(trimmed_params(session_id, seed))  # [ACP-LOAD-07] first
-        if call.method == w.METHOD_SESSION_LOAD:
+        if call.method == wire.METHOD_SESSION_LOAD:
             updates = [t.updates_json for t in stored.turns]
             for update in replay_updates(updates, workspace):  # [ACP-LOAD-09..12]
                 self.send_update(session_id, update)
@@ -469,11 +473,13 @@ class AcpServer:
 
     def send_update(self, session_id: str, update: JSONObject) -> None:
         """[ACP-UPD-01] one `session/update` notification carrying `update`."""
-        self.endpoint.notify(w.METHOD_SESSION_UPDATE, {"sessionId": session_id, "update": update})
+        self.endpoint.notify(
+            wire.METHOD_SESSION_UPDATE, {"sessionId": session_id, "update": update}
+        )
 
     def send_trimmed(self, params: JSONObject) -> None:
         """[ACP-UPD-15]"""
-        self.endpoint.notify(w.METHOD_HISTORY_TRIMMED, params)
+        self.endpoint.notify(wire.METHOD_HISTORY_TRIMMED, params)
 
     # --- idle sessions (acp.md §7.4) ------------------------------------------------------
 

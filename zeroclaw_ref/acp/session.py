@@ -34,7 +34,7 @@ from zeroclaw_ref.engine.history import TRIM_REASON, trim
 from zeroclaw_ref.engine.turn import TurnEngine
 from zeroclaw_ref.rpc.endpoint import Call
 from zeroclaw_ref.store.db import StoreError
-from zeroclaw_ref.wire import acp as w
+from zeroclaw_ref.wire import acp as wire
 from zeroclaw_ref.wire.errors import LocalProtocolError, RpcError
 
 from .project import CANCEL_MARKER, TurnProjector
@@ -285,7 +285,7 @@ class AcpSession:
             self._trim_history()
             result: JSONObject = {
                 "sessionId": self.id,
-                "stopReason": w.STOP_END_TURN,
+                "stopReason": wire.STOP_END_TURN,
                 "content": outcome.text,
             }  # [ACP-PROMPT-27]
             self._end(job, lambda: job.call.reply(result))
@@ -295,7 +295,7 @@ class AcpSession:
             projector.turn_cancelled(self._ids.new("turn-cancelled"))
             cancelled: JSONObject = {
                 "sessionId": self.id,
-                "stopReason": w.STOP_CANCELLED,
+                "stopReason": wire.STOP_CANCELLED,
                 "content": projector.cancelled_content(),
             }  # [ACP-PROMPT-28]
             self._end(job, lambda: job.call.reply(cancelled))
@@ -312,7 +312,7 @@ class AcpSession:
             return
         first = dumps(
             {
-                "sessionUpdate": w.UPDATE_USER_MESSAGE_CHUNK,
+                "sessionUpdate": wire.UPDATE_USER_MESSAGE_CHUNK,
                 "content": {"type": "text", "text": job.text},
             }
         )

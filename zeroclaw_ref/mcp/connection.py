@@ -22,10 +22,8 @@ from zeroclaw_ref.config.model import McpServerConfig
 from zeroclaw_ref.core.cancel import CancelToken, Slot, WaitCancelled, WaitTimedOut
 from zeroclaw_ref.core.jsontypes import JSON, JSONObject, dumps
 from zeroclaw_ref.mcp import era as eras
-from zeroclaw_ref.mcp import errors as e
-from zeroclaw_ref.mcp import handlers as h
-from zeroclaw_ref.mcp import handshake, listen, mcpheaders, mrtr
-from zeroclaw_ref.mcp import modern as m
+from zeroclaw_ref.mcp import errors, handshake, listen, mcpheaders, modern, mrtr
+from zeroclaw_ref.mcp import handlers as client_handlers
 from zeroclaw_ref.mcp.discovery import McpTool, Requester, list_all, parse_tools
 from zeroclaw_ref.mcp.lifecycle import Event, State, next_state
 from zeroclaw_ref.mcp.listcache import ListCache
@@ -42,8 +40,8 @@ from zeroclaw_ref.wire import mcp as wire
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = m.HANDSHAKE_VERSIONS[0]
-SUPPORTED_VERSIONS = m.HANDSHAKE_VERSIONS  # [MCP-VER-01]
+PROTOCOL_VERSION = modern.HANDSHAKE_VERSIONS[0]
+SUPPORTED_VERSIONS = modern.HANDSHAKE_VERSIONS  # [MCP-VER-01]
 # Requests of the handshake itself: never cancelled (MCP-INIT-11), never lossy.
 _HANDSHAKE = frozenset({wire.METHOD_INITIALIZE, wire.METHOD_SERVER_DISCOVER})
 
@@ -65,7 +63,7 @@ class Connection(Router):
         self,
         config: McpServerConfig,
         make_transport: Callable[[Router], Transport],
-        handlers: h.ClientHandlers,
+        handlers: client_handlers.ClientHandlers,
         options: McpOptions,
     ) -> None:
         self.name = config.name
@@ -96,7 +94,7 @@ class Connection(Router):
         self.era_setting: eras.Setting = eras.setting(config, options.era)
         self.era_key = eras.key(config)
         self.era: eras.Era = "legacy"
-        self.modern_version = m.MODERN_VERSION
+        self.modern_version = modern.MODERN_VERSION
         self.cache = ListCache(self.era_key)  # [MCP-MOD-12]
         self._listen_id: int | None = None
 
@@ -175,7 +173,7 @@ class Connection(Router):
             pending = list(self._pending.values())
             self._pending.clear()
         for entry in pending:
-            entry.slot.offer(e.closed(self.name))
+            entry.slot.offer(errors.closed(self.name))
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._end_listen()
         self._transport.close()
@@ -204,7 +202,7 @@ class Connection(Router):
         self._remember(detected)
 
     def adopt_modern(
-        self, found: m.Discovered, version: str, detected: bool, deadline: float
+        self, found: modern.Discovered, version: str, detected: bool, deadline: float
     ) -> None:
         """[MCP-MOD-05] a modern session: every later request carries the envelope."""
         self.modern_version = version
@@ -239,7 +237,7 @@ class Connection(Router):
 
     def envelope(self) -> JSONObject:
         """[MCP-MOD-05] the `_meta` members of the next modern request."""
-        return m.envelope(self.name, self.handlers, self.modern_version)
+        return modern.envelope(self.name, self.handlers, self.modern_version)
 
     def allocate_id(self) -> int:
         """[MCP-RPC-02] a request id from the connection's counter (the listen request)."""
@@ -248,16 +246,18 @@ class Connection(Router):
             self._next_id += 1
             return request_id
 
-    def run_handler(self, method: str, params: JSONObject) -> Future[h.Reply]:
+    def run_handler(self, method: str, params: JSONObject) -> Future[client_handlers.Reply]:
         """[MCP-MOD-08] answer one input request on the handler pool (MCP-S2C-06).
 
         Raises:
             McpClosedError: the connection closed meanwhile.
         """
         try:
-            return self._pool.submit(h.answer_request, self.name, self.handlers, method, params)
+            return self._pool.submit(
+                client_handlers.answer_request, self.name, self.handlers, method, params
+            )
         except RuntimeError as exc:
-            raise e.closed(self.name) from exc
+            raise errors.closed(self.name) from exc
 
     def _end_listen(self) -> None:
         """Close the listen stream: its POST on HTTP, a cancellation on stdio (MCP-MOD-13)."""
@@ -282,7 +282,7 @@ class Connection(Router):
             McpError: any failure, with the exact §16 text; nothing was replayed.
         """
         deadline = time.monotonic() + timeout
-        op = e.op_text(method, tool)
+        op = errors.op_text(method, tool)
         self._ensure_ready(deadline, timeout, op)
         if self.era == "modern":
             return mrtr.request(self, method, params, deadline, timeout, op, cancel)
@@ -302,7 +302,7 @@ class Connection(Router):
         Raises:
             McpError: as `request`.
         """
-        last: e.McpError | None = None
+        last: errors.McpError | None = None
         for _ in range(self.options.max_reconnect_attempts + 1):
             self._ensure_ready(deadline, timeout, op)
             try:
@@ -321,9 +321,9 @@ class Connection(Router):
         if state is State.READY:
             return
         if state is State.CLOSED:
-            raise e.closed(self.name)
+            raise errors.closed(self.name)
         if state is State.POISONED:
-            raise e.unavailable(self.name)
+            raise errors.unavailable(self.name)
         if state is State.CONNECTING:
             return  # only the handshake and first discovery run in this state
         self._recover(deadline, timeout, op)
@@ -331,7 +331,7 @@ class Connection(Router):
     def _recover(self, deadline: float, timeout: float, op: str) -> None:
         """[MCP-REC-06..09] reset plus full handshake; concurrent callers wait for one run."""
         if not self._recover_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise e.timed_out_before(self.name, timeout, op)
+            raise errors.timed_out_before(self.name, timeout, op)
         try:
             if self._state is not State.BROKEN:
                 self._ensure_ready(deadline, timeout, op)
@@ -339,17 +339,17 @@ class Connection(Router):
             remaining = deadline - time.monotonic()
             init_t = min(self.options.init_timeout_s, remaining)
             if init_t <= 0:
-                raise e.timed_out_before(self.name, timeout, op)
+                raise errors.timed_out_before(self.name, timeout, op)
             try:
                 self._transport.reset()
                 self._open_and_handshake(time.monotonic() + init_t, init_t)
-            except e.McpError as exc:
+            except errors.McpError as exc:
                 if self._lossy:
                     self._fire(Event.RECOVERY_FAILED_LOSSY)
-                    raise e.unavailable(self.name) from exc
+                    raise errors.unavailable(self.name) from exc
                 self._fire(Event.RECOVERY_FAILED)
                 if time.monotonic() >= deadline:
-                    raise e.timed_out_before(self.name, timeout, op) from exc
+                    raise errors.timed_out_before(self.name, timeout, op) from exc
                 raise
             with self._lock:
                 self._lossy = False
@@ -368,13 +368,13 @@ class Connection(Router):
         op: str | None,
         cancel: CancelToken | None,
     ) -> JSON:
-        op = op or e.op_text(method)
+        op = op or errors.op_text(method)
         if cancel is not None and cancel.is_set():
-            raise e.cancelled_before(self.name, op)  # [MCP-CANCEL-05]
+            raise errors.cancelled_before(self.name, op)  # [MCP-CANCEL-05]
         gate = self._gate
         # [MCP-RPC-11] [MCP-TIME-04] the gate wait counts against the deadline
         if gate is not None and not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise e.timed_out_before(self.name, timeout, op)
+            raise errors.timed_out_before(self.name, timeout, op)
         try:
             return self._transmit_and_wait(method, params, deadline, timeout, op, cancel)
         finally:
@@ -392,9 +392,9 @@ class Connection(Router):
     ) -> JSON:
         """One attempt: allocate an id, write the request, wait for its one outcome."""
         if cancel is not None and cancel.is_set():
-            raise e.cancelled_before(self.name, op)
+            raise errors.cancelled_before(self.name, op)
         if time.monotonic() >= deadline:
-            raise e.timed_out_before(self.name, timeout, op)  # [MCP-TIME-05]
+            raise errors.timed_out_before(self.name, timeout, op)  # [MCP-TIME-05]
         slot: Slot[Outcome] = Slot()
         request_id = self._register(slot, op, method)
         message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -407,11 +407,11 @@ class Connection(Router):
             raise _Retry(exc.error) from exc
         outcome = slot.wait(max(0.0, deadline - time.monotonic()), cancel)
         if isinstance(outcome, WaitTimedOut):
-            self._abandon(request_id, method, f"timed out after {e.seconds(timeout)}s")
-            raise e.timed_out_during(self.name, timeout, op)  # [MCP-TIME-06]
+            self._abandon(request_id, method, f"timed out after {errors.seconds(timeout)}s")
+            raise errors.timed_out_during(self.name, timeout, op)  # [MCP-TIME-06]
         if isinstance(outcome, WaitCancelled):
             self._abandon(request_id, method, "cancelled by client")
-            raise e.cancelled_during(self.name, op)  # [MCP-CANCEL-06]
+            raise errors.cancelled_during(self.name, op)  # [MCP-CANCEL-06]
         self._forget(request_id)
         return self._result(method, params, outcome)
 
@@ -420,13 +420,13 @@ class Connection(Router):
         request now."""
         with self._lock:
             if self._state is State.CLOSED:
-                raise e.closed(self.name)
+                raise errors.closed(self.name)
             if self._state is State.POISONED:
-                raise e.unavailable(self.name)
+                raise errors.unavailable(self.name)
             if self._state is State.BROKEN and method not in _HANDSHAKE:
                 # [MCP-HTTP-40] broke while this request waited at the gate: it was never
                 # written, so it goes through recovery and then onto the new session
-                raise _Retry(e.McpConnectError(self.name, f"MCP server `{self.name}` is broken"))
+                raise _Retry(errors.broken(self.name))
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = _Pending(slot, op, method)
@@ -436,13 +436,15 @@ class Connection(Router):
         """The `result` of a response, or the failure the outcome stands for."""
         if isinstance(outcome, PreWriteFailure):
             raise _Retry(outcome.error)
-        if isinstance(outcome, e.McpError):
+        if isinstance(outcome, errors.McpError):
             raise outcome
         error = outcome.get("error")
         if error is not None:
             tool = params.get("name") if params else None
             detail = error if isinstance(error, dict) else {}
-            raise e.rpc_error(self.name, method, tool if isinstance(tool, str) else None, detail)
+            raise errors.rpc_error(
+                self.name, method, tool if isinstance(tool, str) else None, detail
+            )
         return outcome.get("result")
 
     def _forget(self, request_id: int) -> None:
@@ -464,7 +466,7 @@ class Connection(Router):
         }
         try:
             self._transport.send_message(note)
-        except (e.McpError, OSError) as exc:
+        except (errors.McpError, OSError) as exc:
             log.debug("MCP server `%s`: cancellation not delivered: %s", self.name, exc)
 
     # --- Router: what transports hand us --------------------------------------------------
@@ -517,14 +519,14 @@ class Connection(Router):
             log.debug("MCP server `%s`: closed; not answering `%s`", self.name, method)
 
     def _answer(self, rid: JSON, key: str, method: str, params: JSONObject) -> None:
-        reply = h.answer_request(self.name, self.handlers, method, params)
+        reply = client_handlers.answer_request(self.name, self.handlers, method, params)
         with self._lock:
             cancelled = self._inflight.pop(key, False)
         if cancelled:
             return  # [MCP-S2C-08]
         try:
             self._transport.send_message(reply.to_message(rid))
-        except (e.McpError, OSError) as exc:
+        except (errors.McpError, OSError) as exc:
             log.debug("MCP server `%s`: answer to `%s` not delivered: %s", self.name, method, exc)
 
     def _on_notification(self, method: str, params: JSONObject | None) -> None:
@@ -533,7 +535,7 @@ class Connection(Router):
         if method == wire.NOTIFY_TOOLS_LIST_CHANGED:
             self.tools_stale = True
         elif method == wire.NOTIFY_MESSAGE:
-            h.log_server_message(self.name, params)
+            client_handlers.log_server_message(self.name, params)
         elif method == wire.NOTIFY_CANCELLED:
             target = params.get("requestId") if params else None
             with self._lock:
@@ -542,7 +544,7 @@ class Connection(Router):
                     self._inflight[key] = True
         elif method != wire.NOTIFY_PROGRESS:
             log.debug("MCP server `%s`: notification `%s`", self.name, method)
-        h.notify_hook(self.name, self.handlers, method, params)
+        client_handlers.notify_hook(self.name, self.handlers, method, params)
 
     def transport_failed(self, generation: int, cause: str, stderr_tail: str = "") -> None:
         """[MCP-STDIO-19] fail every pending request at once; the connection becomes BROKEN."""
@@ -555,7 +557,7 @@ class Connection(Router):
                 self._lossy = True
             self._state = next_state(self._state, Event.TRANSPORT_FAILED)
         for entry in pending:
-            entry.slot.offer(e.outcome_unknown(self.name, entry.op, cause, stderr_tail))
+            entry.slot.offer(errors.outcome_unknown(self.name, entry.op, cause, stderr_tail))
 
     def mark_broken(self, generation: int, lossy: bool) -> None:
         with self._lock:
@@ -594,4 +596,4 @@ class Connection(Router):
             pending = list(self._pending.values())
             self._pending.clear()
         for entry in pending:
-            entry.slot.offer(e.McpSizeLimitError(self.name, error_text))
+            entry.slot.offer(errors.McpSizeLimitError(self.name, error_text))

@@ -112,6 +112,12 @@ def closed(server: str) -> McpClosedError:
     return McpClosedError(server, f"MCP server `{server}` is closed")
 
 
+def broken(server: str) -> McpConnectError:
+    """[MCP-HTTP-40] the session broke before the request was written: a connect error, so the
+    request goes through recovery like any other that found the connection down."""
+    return McpConnectError(server, f"MCP server `{server}` is broken")
+
+
 def timed_out_before(server: str, t: float, op: str) -> McpTimeoutError:
     """[MCP-ERR-21]"""
     return McpTimeoutError(
