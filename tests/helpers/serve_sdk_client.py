@@ -1,13 +1,18 @@
-"""Drive any servable scenario with the official ACP Python SDK client (test-only).
+"""Drive servable scenarios with the official ACP Python SDK client (test-only).
 
-``python -m zeroclaw_ref.conformance show --json SCENARIO`` lists the steps a client
-must take (serve-client-format: requests, notifications, answers to the agent's
-requests, each with the conditions that must hold first). :func:`play` starts
-``serve SCENARIO`` under the SDK's ``spawn_agent_process`` and takes those steps
-the way an editor would: its own request ids, its own cwd (a temporary workspace
-holding the scenario's ``client_files``), real files for ``fs/*`` and real
-subprocesses for ``terminal/*``. serve judges what the SDK writes; the verdict is
-serve's exit status and report.
+``show --json SCENARIO`` lists the steps a client must take (serve-client-format:
+requests, notifications, answers to the agent's requests, each with the conditions
+that must hold first); tests/helpers/serve_plans.py fetches them in-process, with the
+``binds`` and ``final`` state a harness needs. :func:`play` starts an agent command
+under the SDK's ``spawn_agent_process`` -- ``serve SCENARIO``, or the ``serve
+--connect PATH`` of a ``serve --suite`` coordinator (:func:`play_suite`: one agent
+process, one connection, per scenario) -- and takes those steps the way an editor
+would: its own request ids, its own cwd (a temporary workspace holding the scenario's
+``client_files``), real files for ``fs/*`` and real subprocesses for ``terminal/*``.
+Once the agent has written everything the scenario holds (``final``) the client closes
+its output at once, so serve ends the scenario on EOF instead of its idle timeout
+(TX-SERVE-08). serve judges what the SDK writes; the verdict is serve's exit status and
+report (single scenario) or the coordinator's ``--json`` report (suite).
 
 The SDK is asyncio-based, which is allowed in tests only (never in the package).
 Every wait is bounded by ``WAIT``: a safety net that turns a hang into a failure
@@ -22,13 +27,14 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
+
+from tests.helpers import serve_plans
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -45,20 +51,9 @@ class Stuck(Exception):
     """A step's conditions did not hold within WAIT (serve stopped, or the driver is wrong)."""
 
 
-def conformance(*args: str) -> str:
-    """Run the conformance CLI synchronously and return its stdout."""
-    cmd = [sys.executable, "-m", "zeroclaw_ref.conformance", *args, "--fixtures", str(FIXTURES)]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): {done.stderr}")
-    return done.stdout
-
-
 def servable_ids() -> list[str]:
     """The scenarios ``serve --suite`` plays, in its order (``list --servable --json``)."""
-    out = json.loads(conformance("list", "--servable", "--json"))
-    items = out["scenarios"] if isinstance(out, dict) else out
-    return [item if isinstance(item, str) else str(item["id"]) for item in items]
+    return serve_plans.servable([])
 
 
 @dataclass
@@ -80,7 +75,12 @@ class Wire:
     outgoing: int = 0
     last_id: Any = None  # the id of the client's last request
     responses: dict[str, Any] = field(default_factory=dict)  # json(id) -> raw response
+    closed: bool = False  # the agent process ended: nothing more will come
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def close(self) -> None:
+        self.closed = True
+        self.changed.set()
 
     def observe(self, event: Any) -> None:
         message = event.message
@@ -160,8 +160,8 @@ class Harness:
         self.terminals: dict[str, Terminal] = {}
         self.bindings: dict[str, Any] = {"WORKSPACE": str(workspace)}
         self.tasks: dict[int, asyncio.Task[Any]] = {}  # frame -> request task
-        # (the SDK's id of a sent request, serve's scripted result for it)
-        self.unbound: list[tuple[Any, Any]] = []
+        # (the SDK's id of a sent request, {pointer in its response: placeholder it defines})
+        self.unbound: list[tuple[Any, dict[str, str]]] = []
 
     # -- the SDK's Client interface: every agent request waits for its step ----------
 
@@ -208,6 +208,8 @@ class Harness:
         deadline = loop.time() + WAIT
         while not ready():
             self.wire.changed.clear()
+            if self.wire.closed:
+                raise Stuck(f"the agent ended the connection while the client waited for {what}")
             left = deadline - loop.time()
             if left <= 0:
                 raise Stuck(f"timed out waiting for {what}")
@@ -245,23 +247,9 @@ class Harness:
             return PLACEHOLDER.sub(lambda m: str(self.bindings[m.group(1)]), value)
         return value
 
-    def bind(self, expected: Any, actual: Any) -> None:
-        """Bind the whole-value placeholders of serve's scripted answer to what came."""
-        if isinstance(expected, dict) and isinstance(actual, dict):
-            for key, sub in expected.items():
-                if key in actual:
-                    self.bind(sub, actual[key])
-        elif isinstance(expected, list) and isinstance(actual, list):
-            for sub, got in zip(expected, actual, strict=False):
-                self.bind(sub, got)
-        elif isinstance(expected, str):
-            whole = PLACEHOLDER.fullmatch(expected)
-            if whole and whole.group(1) not in self.bindings and whole.group(1) != "_":
-                self.bindings[whole.group(1)] = actual
-
     # -- steps -----------------------------------------------------------------------
 
-    async def request(self, step: dict[str, Any], answers: dict[int, Any]) -> None:
+    async def request(self, step: dict[str, Any], binds: dict[str, dict[str, str]]) -> None:
         method, params = step["method"], self.fill(step.get("params") or {})
         sent = self.wire.outgoing
         task = asyncio.ensure_future(self._call(method, params))
@@ -270,18 +258,21 @@ class Harness:
         await self.until(lambda: self.wire.outgoing > sent or task.done(), f"{method} to be sent")
         if self.wire.outgoing == sent:
             task.result()  # the SDK refused to send it: raise why
-        expected = answers.get(step["frame"])
-        if expected is not None and "result" in expected:
-            self.unbound.append((self.wire.last_id, expected["result"]))
+        defines = binds.get(str(step["frame"]))
+        if defines:
+            self.unbound.append((self.wire.last_id, defines))
 
     def bind_answered(self) -> None:
-        """Bind placeholders of serve's scripted results once their raw response came."""
+        """Bind the placeholders serve's answers define, once their raw response came."""
         for item in list(self.unbound):
             raw = self.wire.responses.get(json.dumps(item[0]))
-            if raw is not None:
-                self.unbound.remove(item)
-                if "result" in raw:
-                    self.bind(item[1], raw["result"])
+            if raw is None:
+                continue
+            self.unbound.remove(item)
+            for pointer, name in item[1].items():
+                found, value = _at(raw, pointer)
+                if found and name not in self.bindings:
+                    self.bindings[name] = value
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         schema, conn = self.acp.schema, self.conn
@@ -416,22 +407,18 @@ def _snake(status: dict[str, Any]) -> dict[str, Any]:
     return {"exit_code": status["exitCode"], "signal": status["signal"]}
 
 
-def _scripted_answers(scenario_file: Path) -> dict[int, Any]:
-    """frame of a client request -> serve's scripted response to it (for bindings)."""
-    lines = scenario_file.read_text("utf-8").split("\n")[:-1]
-    sent: dict[str, int] = {}
-    out: dict[int, Any] = {}
-    for number, line in enumerate(lines[1:], start=2):
-        frame = json.loads(line)
-        value = frame.get("send")
-        if isinstance(value, dict) and "method" in value and "id" in value:
-            sent[json.dumps(value["id"])] = number
-        value = frame.get("expect")
-        if isinstance(value, dict) and "method" not in value and "id" in value:
-            key = json.dumps(value["id"])
-            if key in sent:
-                out[sent.pop(key)] = value
-    return out
+def _at(doc: Any, pointer: str) -> tuple[bool, Any]:
+    """(found, value) at a JSON pointer."""
+    node = doc
+    for raw in pointer.split("/")[1:]:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False, None
+    return True, node
 
 
 # the SDK's own model of each request or notification a client sends
@@ -458,14 +445,15 @@ def _dummy(value: Any) -> Any:
     return value
 
 
-def not_applicable(acp: ModuleType, shown: dict[str, Any], scenario_file: Path) -> str | None:
-    """Why the SDK client cannot play this scenario faithfully, or None.
+def unwritable(acp: ModuleType, shown: dict[str, Any]) -> str | None:
+    """Why the SDK client could not play this scenario faithfully, or None.
 
     A typed client only writes what its schema allows: no batch or scalar lines, no
     schema-invalid params (a prompt that is a string or a number, a missing sessionId), and
-    no answer to a request it was never sent. Scenarios that need those judge agents.
+    no answer to a request it was never sent. Since ZC-SERVE-10 no servable scenario asks for
+    any of those, so the suite test holds this to finding nothing.
     """
-    lines = scenario_file.read_text("utf-8").split("\n")[1:-1]
+    lines = (FIXTURES / f"{shown['scenario']}.jsonl").read_text("utf-8").split("\n")[1:-1]
     for line in lines:
         frame = json.loads(line)
         sent = frame.get("send", {})
@@ -488,6 +476,9 @@ def not_applicable(acp: ModuleType, shown: dict[str, Any], scenario_file: Path) 
 
 @dataclass
 class Outcome:
+    """What one agent process left: its exit status, its stderr (serve SCENARIO's report;
+    nothing under a suite, whose verdicts are the coordinator's), and the driver's problem."""
+
     scenario: str
     status: int
     report: str
@@ -502,19 +493,37 @@ async def _bounded(awaitable: Awaitable[T], seconds: float = WAIT) -> T:
     return await asyncio.wait_for(awaitable, seconds)
 
 
+def serve_command(scenario: str, idle_timeout: str = "5") -> list[str]:
+    """The single-scenario agent command: ``serve SCENARIO``."""
+    return [
+        sys.executable,
+        "-m",
+        "zeroclaw_ref.conformance",
+        "serve",
+        scenario,
+        "--fixtures",
+        str(FIXTURES),
+        "--idle-timeout",
+        idle_timeout,
+    ]
+
+
 async def play(
     acp: ModuleType,
-    scenario: str,
+    shown: dict[str, Any] | str,
     workdir: Path,
+    agent: Sequence[str] | None = None,
     capabilities: dict[str, Any] | None = None,
     idle_timeout: str = "5",
     wrong: Callable[[str, Any], Any] | None = None,
 ) -> Outcome:
-    """Play one scenario with the SDK client against ``serve``; return serve's verdict."""
-    shown = json.loads(conformance("show", "--json", scenario))
-    reason = not_applicable(acp, shown, FIXTURES / f"{scenario}.jsonl")
-    if reason is not None:
-        return Outcome(scenario, 0, f"N/A   {scenario}\n{reason}", reason)
+    """Play one scenario with the SDK client against ``agent`` (default: ``serve SCENARIO``).
+
+    ``shown`` is the scenario's plan (serve_plans.show) or its id."""
+    if isinstance(shown, str):
+        shown = serve_plans.show(shown)
+    scenario = str(shown["scenario"])
+    command = list(agent) if agent is not None else serve_command(scenario, idle_timeout)
     steps: list[dict[str, Any]] = shown["steps"]
     workspace = workdir / "workspace"
     workspace.mkdir(parents=True)
@@ -522,40 +531,35 @@ async def play(
         target = workspace / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, "utf-8")
-    answers = _scripted_answers(FIXTURES / f"{scenario}.jsonl")
+    binds: dict[str, dict[str, str]] = shown.get("binds") or {}
     harness = Harness(acp, workspace.resolve(), capabilities or FULL_CAPABILITIES, wrong)
-    stderr_path = workdir / "serve.stderr"
+    stderr_path = workdir / "agent.stderr"
     problem = ""
     with stderr_path.open("wb") as stderr:
         async with acp.spawn_agent_process(
             harness,
-            sys.executable,
-            "-m",
-            "zeroclaw_ref.conformance",
-            "serve",
-            scenario,
-            "--fixtures",
-            str(FIXTURES),
-            "--idle-timeout",
-            idle_timeout,
+            command[0],
+            *command[1:],
             cwd=REPO,
             env=dict(os.environ),
             transport_kwargs={"limit": 50 * 1024 * 1024, "stderr": stderr.fileno()},
         ) as (conn, process):
             harness.conn = conn
             conn._conn.add_observer(harness.wire.observe)
+            ended = asyncio.ensure_future(process.wait())
+            ended.add_done_callback(lambda _: harness.wire.close())
             try:
                 for step in steps:
                     await harness.after(step)
                     if step["kind"] == "request":
-                        await harness.request(step, answers)
+                        await harness.request(step, binds)
                     elif step["kind"] == "notification":
                         await harness.notification(step)
                     else:
                         await harness.response(step)
-                # let the last results arrive before the client leaves
-                with contextlib.suppress(Exception):
-                    await _bounded(asyncio.gather(*harness.tasks.values(), return_exceptions=True))
+                # [TX-SERVE-08] leave as soon as the agent wrote its last frame: serve ends the
+                # scenario on our EOF, not after --idle-timeout
+                await harness.after({"frame": "the end", "after": shown["final"]})
             except (Stuck, KeyError, ConnectionError, TimeoutError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             finally:
@@ -565,6 +569,17 @@ async def play(
         status = await _bounded(process.wait(), 60)
     report = stderr_path.read_text("utf-8", "replace")
     return Outcome(scenario, status, report, problem)
+
+
+async def play_suite(
+    acp: ModuleType, shows: Sequence[dict[str, Any]], agent: Sequence[str], workdir: Path
+) -> list[Outcome]:
+    """Play each scenario in turn through one agent command (``serve --suite``'s ``serve
+    --connect PATH``): the client restarts its agent per scenario, as ZC-SERVE-09 expects."""
+    outcomes = []
+    for index, shown in enumerate(shows):
+        outcomes.append(await play(acp, shown, workdir / f"{index:04d}", agent=agent))
+    return outcomes
 
 
 def play_sync(acp: ModuleType, scenario: str, workdir: Path, **kw: Any) -> Outcome:

@@ -1,11 +1,13 @@
-"""Every servable scenario played by the official ACP Python SDK client (issue 15).
+"""Every servable scenario played by the official ACP Python SDK client through `serve --suite`.
 
-`tests/helpers/serve_sdk_client.py` drives the SDK's client through a scenario from
-`show --json` against `serve SCENARIO`; serve's exit status and report are the verdict.
-A scenario the SDK client cannot play faithfully (it would have to write a batch, a
-schema-invalid request, or an answer to a request it never got) is not-applicable, with
-that reason; every other one must pass. A deliberately wrong client must fail, with the
-frame named, so the suite can fail.
+One coordinator, `serve --suite IDS --socket S --json R`, plays the scenarios of
+`list --servable --json` one connection after another. The SDK client
+(`tests/helpers/serve_sdk_client.py`) is configured with one agent command, `serve --connect S`
+(here in its stdlib-only form `serve/relay.py S`), restarts it per scenario and takes each
+scenario's `show --json` steps. The verdicts are the coordinator's JSON report, never the
+driver's own view: every scenario must pass (issue 15: at least 150). A deliberately wrong
+client must fail, with the frame named, so the suite can fail; a client without a capability
+a scenario needs gets not-applicable.
 """
 
 from __future__ import annotations
@@ -18,35 +20,52 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.serve_sdk_client import Outcome, play, servable_ids
+from tests.helpers import serve_plans
+from tests.helpers.serve_sdk_client import Outcome, play, play_suite, unwritable
 
 pytestmark = pytest.mark.peer("acp-python-sdk")
 
-SERVABLE = servable_ids()
+MIN_PASSES = 150  # issue 15: at least 150 servable scenarios, all passing
+IDLE_TIMEOUT = "10"  # the coordinator's bound on a silent client (a safety net)
 
 
 def _play(acp: ModuleType, scenario: str, tmp_path: Path, **kw: Any) -> Outcome:
     return asyncio.run(play(acp, scenario, tmp_path, **kw))
 
 
-@pytest.mark.req("TX-SERVE-03", "TX-SERVE-05", "TX-SERVE-06", "ZC-CLIENT-01")
-@pytest.mark.parametrize("scenario", SERVABLE)
-def test_the_python_sdk_client_passes(
-    require_peer: Callable[[str], ModuleType], tmp_path: Path, scenario: str
+@pytest.mark.req("TX-SERVE-03", "TX-SERVE-05", "TX-SERVE-06", "ZC-CLIENT-01", "ZC-SERVE-09")
+def test_the_python_sdk_client_passes_every_servable_scenario_through_the_suite(
+    require_peer: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
     acp = require_peer("acp-python-sdk")
-    outcome = _play(acp, scenario, tmp_path)
-    if outcome.verdict == "N/A":
-        assert "/client-" not in scenario, f"a client scenario must be playable: {outcome.problem}"
-        pytest.skip(f"not applicable to the SDK client: {outcome.problem}")
-    assert outcome.status == 0, f"{outcome.problem}\n{outcome.report}"
-    assert outcome.verdict in ("PASS", "NOT-APPLICABLE"), outcome.report
+    ids = serve_plans.servable([])
+    shows = serve_plans.show_many(ids)
+    # ZC-SERVE-10: serve offers only what a typed client can write, so nothing is skipped
+    unfit = [f"{s['scenario']}: {why}" for s in shows if (why := unwritable(acp, s))]
+    assert not unfit, "servable, yet the SDK client cannot write it:\n" + "\n".join(unfit)
+    with serve_plans.suite(tmp_path, ids, "sdk", IDLE_TIMEOUT) as coordinator:
+        # the relay's stdlib-only form (CONTRACT.md "Serving"): `-m zeroclaw_ref.conformance
+        # serve --connect` imports the whole oracle first, ~0.4 s per scenario on this path
+        played = asyncio.run(play_suite(acp, shows, coordinator.relay, tmp_path / "plays"))
+        report = coordinator.finish()
+    stuck = {o.scenario: o.problem for o in played if o.problem}
+    assert [r["id"] for r in report.results] == sorted(ids), report.log[-2000:]
+    failures = [
+        f"{text}\ndriver: {stuck.get(text.split(':', 1)[0], 'took every step')}"
+        for text in report.not_passed()
+    ]
+    assert not failures, f"{len(failures)} of {len(ids)} did not pass:\n" + "\n\n".join(failures)
+    assert report.outcomes()["pass"] >= MIN_PASSES, report.outcomes()
+    assert coordinator.returncode == 0, report.out[-2000:]
+    assert not stuck, stuck  # every scenario passed, so the driver must have taken every step
+    print(f"python sdk client: {report.outcomes()['pass']} passes of {len(ids)} servable")
 
 
 def test_client_scenarios_are_served() -> None:
     # issue 15: with the ~90 base-ACP scenarios, at least 150 servable scenarios in all
-    assert len(SERVABLE) >= 150
-    assert sum("/client-" in s for s in SERVABLE) >= 110
+    servable = serve_plans.servable([])
+    assert len(servable) >= MIN_PASSES
+    assert sum("/client-" in s for s in servable) >= 110
 
 
 @pytest.mark.req("ZC-CLIENT-16")
@@ -63,7 +82,7 @@ def test_a_client_without_the_capability_is_not_applicable(
     assert outcome.verdict == "NOT-APPLICABLE", outcome.report
 
 
-@pytest.mark.req("TX-SERVE-06", "ZC-CLIENT-04")
+@pytest.mark.req("TX-SERVE-06", "ZC-CLIENT-04", "ZC-SERVE-09")
 def test_a_client_that_selects_another_option_fails_at_that_frame(
     require_peer: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
@@ -74,7 +93,16 @@ def test_a_client_that_selects_another_option_fails_at_that_frame(
         return {"outcome": {"outcome": "selected", "optionId": "allow-always"}}
 
     scenario = "acp/client-permission/four-kinds-client-selects-allow-once"
-    outcome = _play(acp, scenario, tmp_path, idle_timeout="1", wrong=wrong)
-    assert outcome.status == 1, outcome.report
-    assert outcome.verdict == "FAIL", outcome.report
-    assert "/result/outcome/optionId" in outcome.report, outcome.report
+    (shown,) = serve_plans.show_many([scenario])
+    # through a suite of one, so the report the suite test prints for a failure is shown too
+    with serve_plans.suite(tmp_path, [scenario], "wrong", idle_timeout="1") as coordinator:
+        asyncio.run(play(acp, shown, tmp_path / "play", agent=coordinator.relay, wrong=wrong))
+        report = coordinator.finish()
+    assert coordinator.returncode == 1, report.out
+    (result,) = report.results
+    assert result["outcome"] == "fail" and result.get("pointer") == "/result/outcome/optionId"
+    answer = next(s for s in shown["steps"] if s["method"] == "session/request_permission")
+    assert result.get("frame") == answer["frame"], result
+    (text,) = report.not_passed()
+    assert text.startswith(scenario + ": fail"), text
+    assert '"allow-always"' in text and "/result/outcome/optionId" in text, text
