@@ -164,7 +164,13 @@ class Terminals {
       });
     });
     this.all.set(id, term);
-    return { terminalId: id };
+    // answer once the command really runs (or failed to start), as Python's
+    // create_subprocess_exec does: an agent may kill it the moment it has the id
+    return new Promise((done) => {
+      const answer = () => done({ terminalId: id });
+      child.once("spawn", answer);
+      child.once("error", answer);
+    });
   }
 
   get(params) {
