@@ -159,6 +159,13 @@ def reject_once(request: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": "reject-once"}}
 
 
+# One id space for every surface the harness drives. The surfaces share one data directory (as
+# one installation's processes do), and records there are named by run id (delegations/<run>.json);
+# in production each process draws random ids, which never meet, but separate sequential
+# factories would hand two surfaces the same run id and one record would overwrite the other.
+WORLD_IDS = SequentialIds()
+
+
 class AcpDriver:
     """An `AcpServer` driven through `endpoint.dispatch`, as the stdio reader would."""
 
@@ -166,7 +173,7 @@ class AcpDriver:
         self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self.permission_requests: list[dict[str, Any]] = []
-        self.server = AcpServer(config, self._send_line, SequentialIds(), SystemClock())
+        self.server = AcpServer(config, self._send_line, WORLD_IDS, SystemClock())
         self._next_id = 0
 
     def _send_line(self, line: str) -> None:
@@ -230,9 +237,7 @@ class GatewayDriver:
     def __init__(self, config: ConfigSnapshot) -> None:
         store = ConfigStore(config.config_dir, config.data_dir, {})
         self.announced: list[str] = []
-        deps = GatewayDeps(
-            store, SequentialIds(), SystemClock(), choose_agent, self.announced.append
-        )
+        deps = GatewayDeps(store, WORLD_IDS, SystemClock(), choose_agent, self.announced.append)
         self.gateway = Gateway(deps, "127.0.0.1", 0)
         self.gateway.start()
         host, port = self.gateway.address
@@ -340,4 +345,4 @@ def run_cron(
     # The MCP client keeps real time: its deadlines (time.monotonic) must not stand still, or
     # a server started by the job would time out at once.
     with freeze_time(CRON_T0, ignore=["zeroclaw_ref.mcp"]):
-        return run_due(config, agent=alias, ids=SequentialIds())
+        return run_due(config, agent=alias, ids=WORLD_IDS)
