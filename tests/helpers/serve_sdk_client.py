@@ -41,6 +41,17 @@ FIXTURES = REPO / "fixtures"
 WAIT = 20.0
 T = TypeVar("T")
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::[a-z0-9]+)?\}")
+# What the driver offers: the SDK's stable client surface. Not offered, so the scenarios
+# needing them are not-applicable (SDK_CANNOT_ADVERTISE says why):
+SDK_CANNOT_ADVERTISE = {
+    # 0.12.1 routes elicitation/create only with use_unstable_protocol (else it warns that the
+    # method is unstable and refuses it); the driver plays the SDK's stable client
+    "elicitation.form": "SDK 0.12.1 serves elicitation/create only as unstable protocol",
+    "elicitation.url": "SDK 0.12.1 serves elicitation/create only as unstable protocol",
+    # its ClientSessionCapabilities model has no such member and drops it from initialize
+    "session.notices": "SDK 0.12.1's ClientCapabilities model drops session.notices",
+    "session.compaction": "SDK 0.12.1's ClientCapabilities model drops session.compaction",
+}
 FULL_CAPABILITIES: dict[str, Any] = {
     "fs": {"readTextFile": True, "writeTextFile": True},
     "terminal": True,
@@ -443,6 +454,17 @@ def _dummy(value: Any) -> Any:
     if isinstance(value, str):
         return PLACEHOLDER.sub(lambda m: "/ws" if m.group(1) == "WORKSPACE" else "x", value)
     return value
+
+
+def advertisable(acp: ModuleType, capabilities: dict[str, Any], need: str) -> bool:
+    """Whether ``need`` survives the SDK's ClientCapabilities model (what it really sends)."""
+    sent = acp.schema.ClientCapabilities.model_validate(capabilities)
+    value: Any = sent.model_dump(by_alias=True, exclude_none=True)
+    for part in need.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return value is True or isinstance(value, dict)
 
 
 def unwritable(acp: ModuleType, shown: dict[str, Any]) -> str | None:

@@ -45,9 +45,13 @@ const { client, methods, ndJsonStream, RequestError } = await import(pathToFileU
 
 const plan = JSON.parse(planArg ? readFileSync(planArg, "utf8") : readFileSync(0, "utf8"));
 const WAIT = plan.wait_ms ?? 10000;
+// SDK 2.4.0 models every client capability of the stable schema; the object-valued ones
+// are offered by `{}` (elicitation modes, session notices and compaction).
 const CAPABILITIES = plan.capabilities ?? {
   fs: { readTextFile: true, writeTextFile: true },
   terminal: true,
+  elicitation: { form: {}, url: {} },
+  session: { notices: {}, compaction: {} },
 };
 const CLIENT_INFO = { name: "zeroclaw-ts-sdk-driver", version: "2.4.0" };
 
@@ -219,6 +223,7 @@ const AGENT_REQUESTS = [
   methods.client.terminal.waitForExit,
   methods.client.terminal.kill,
   methods.client.terminal.release,
+  methods.client.elicitation.create, // answered with the scripted result: the harness is the user
 ];
 
 async function play(show) {
@@ -299,7 +304,9 @@ async function play(show) {
     [methods.client.terminal.release]: (p) => terminals.release(p),
   };
 
-  let app = client({ name: CLIENT_INFO.name }).onNotification(methods.client.session.update, () => {});
+  let app = client({ name: CLIENT_INFO.name })
+    .onNotification(methods.client.session.update, () => {})
+    .onNotification(methods.client.elicitation.complete, () => {});
   for (const method of AGENT_REQUESTS) {
     app = app.onRequest(method, ({ params }) =>
       new Promise((answer, refuse) => {

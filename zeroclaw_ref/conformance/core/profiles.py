@@ -25,8 +25,19 @@ PROFILES = ("acp", "zeroclaw", "zeroclaw-mcp", "client")
 CLIENT_PROFILE = "client"
 CLIENT_ONLY = "judges clients; play it with serve"
 # [ZC-SERVE-03] client capabilities (below initialize's params.clientCapabilities) a
-# scenario may need; serve writes fs/* and terminal/* requests only to a client offering them
-CLIENT_CAPABILITIES = ("fs.readTextFile", "fs.writeTextFile", "terminal")
+# scenario may need; serve writes fs/* and terminal/* requests, elicitation/* messages and
+# notice/compaction updates only to a client offering them. The first three are booleans
+# (advertised when true), the others objects (advertised when present and not null: ACP
+# makes `{}` the way to offer an elicitation mode, notices or compaction).
+CLIENT_CAPABILITIES = (
+    "fs.readTextFile",
+    "fs.writeTextFile",
+    "terminal",
+    "elicitation.form",
+    "elicitation.url",
+    "session.notices",
+    "session.compaction",
+)
 # [TX-NEEDS-01] the hooks of transcripts.md §7 an agent may or may not honour
 HOOKS = ("config", "model", "workspace")
 # [TX-NEEDS-01] capabilities of the ACP v1 stable schema a scenario may need

@@ -45,7 +45,7 @@ from ..core.report import HISTORY, Failed, FailureInfo, failure, render_failure,
 from ..core.transcript import Frame, Problem, Scenario, TranscriptError, load
 from ..core.verdicts import ERROR, FAIL, NOT_APPLICABLE, PASS, ScenarioResult
 from .input import ClientEvent, ClientInput, _Eof, _Terminated
-from .rules import CAPABILITY_OF, advertised, initialize_problem, is_request, method_of
+from .rules import advertised, initialize_problem, is_request, method_of, need_of
 from .values import (
     MISSING,
     HostNames,
@@ -226,10 +226,11 @@ class ServeSession:
         self._after_write(value)
 
     def _before_write(self, value: JSON) -> None:
-        """[ZC-SERVE-03] never an fs/terminal request to a client that did not offer it."""
+        """[ZC-SERVE-03] never a capability-gated message (fs/terminal request, elicitation,
+        notice or compaction update) to a client that did not offer the capability."""
         method = method_of(value)
-        need = CAPABILITY_OF.get(method or "")
-        if need is None or not is_request(value):
+        need = need_of(value)
+        if need is None:
             return
         if not advertised(self.client_caps if self.client_caps is not None else {}, need):
             raise _Refused(f"serve will not send {method}: the client did not advertise {need}")

@@ -7,9 +7,10 @@ these rules narrow that to what a real editor's client does by itself:
 - it sends only methods of the ACP v1 stable schema that flow from client to
   agent, never an oracle hook (``_zeroclaw/*``) or another agent-only name
   [ZC-SERVE-05];
-- an ``fs/*`` or ``terminal/*`` request the scripted agent writes is announced
-  by the header's ``client_needs``, so serve can check the client advertised
-  it before writing one [ZC-SERVE-03];
+- an ``fs/*`` or ``terminal/*`` request, an ``elicitation/create`` of a mode,
+  an ``elicitation/complete``, or a ``notice`` / ``compaction_*`` update the
+  scripted agent writes is announced by the header's ``client_needs``, so serve
+  can check the client advertised it before writing one [ZC-SERVE-03];
 - it writes only well-formed JSON-RPC objects and answers only requests it was
   sent: a scenario that makes the client send a batch, a scalar line, a response
   to nothing or params its schema forbids (tag ``malformed-client-input``) judges
@@ -43,6 +44,37 @@ CAPABILITY_OF = {
     "terminal/kill": "terminal",
     "terminal/release": "terminal",
 }
+
+
+# session/update kinds ACP lets an agent send only to a client that offered them
+UPDATE_CAPABILITY = {
+    "notice": "session.notices",
+    "compaction_update": "session.compaction",
+    "compaction_summary_chunk": "session.compaction",
+}
+# elicitation/create: the capability of each mode (ACP: use only a mode the client offered)
+ELICITATION_MODE = {"form": "elicitation.form", "url": "elicitation.url"}
+
+
+def need_of(value: JSON) -> str | None:
+    """[ZC-SERVE-03] the client capability a message serve writes relies on, if any."""
+    method = method_of(value)
+    if method is None or not isinstance(value, dict):
+        return None
+    params = value.get("params")
+    if is_request(value):
+        if method == "elicitation/create":
+            mode = params.get("mode") if isinstance(params, dict) else None
+            # a custom mode has no capability of its own: it still needs elicitation
+            return ELICITATION_MODE.get(mode, "elicitation") if isinstance(mode, str) else None
+        return CAPABILITY_OF.get(method)
+    if method == "elicitation/complete":
+        return "elicitation.url"  # completes a URL-mode elicitation only
+    if method == "session/update" and isinstance(params, dict):
+        update = params.get("update")
+        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+        return UPDATE_CAPABILITY.get(kind) if isinstance(kind, str) else None
+    return None
 
 
 def is_request(value: JSON) -> bool:
@@ -114,28 +146,33 @@ def _id_text(message: JSON) -> str:
 
 
 def capability_problems(sc: Scenario) -> list[Problem]:
-    """[ZC-SERVE-03] every fs/terminal request serve would write is in ``client_needs``."""
+    """[ZC-SERVE-03] every capability-gated message serve would write is in ``client_needs``."""
     out: list[Problem] = []
     for frame in sc.frames:
         if frame.verb not in ("expect", "expect_unordered"):
             continue
         values = frame.value if frame.verb == "expect_unordered" else [frame.value]
         for value in values if isinstance(values, list) else []:
-            need = CAPABILITY_OF.get(method_of(value) or "")
-            if need is not None and is_request(value) and need not in sc.client_needs:
+            need = need_of(value)
+            if need is not None and need not in sc.client_needs:
                 message = f"it writes {method_of(value)} but client_needs lacks {need!r}"
                 out.append(Problem(sc.display, frame.line, "ZC-SERVE-03", message))
     return out
 
 
 def advertised(capabilities: JSON, need: str) -> bool:
-    """[ZC-SERVE-03] the dotted path into clientCapabilities holds ``true``."""
+    """[ZC-SERVE-03] the dotted path into clientCapabilities holds ``true`` or an object.
+
+    ACP's boolean capabilities (fs.*, terminal) are offered by ``true``; its object-valued
+    ones (elicitation.form, session.notices, ...) by any object, ``{}`` included, while an
+    absent member, ``null`` or ``false`` offers nothing.
+    """
     value: JSON = capabilities
     for part in need.split("."):
         if not isinstance(value, dict) or part not in value:
             return False
         value = value[part]
-    return value is True
+    return value is True or isinstance(value, dict)
 
 
 def initialize_problem(params: JSON) -> tuple[str, str] | None:
