@@ -28,7 +28,7 @@ Reading path: the verdict on an agent (line counts as of this writing)::
 and what those lean on, to read when they send you there::
 
     core/jsonlex.py             197  JSON that keeps number kinds and duplicate names
-    core/profiles.py            171  profiles and needs: which agents a scenario can judge
+    core/profiles.py            182  profiles and needs: which agents a scenario can judge
     core/checks.py              225  the rules that follow the frames: binding, placeholders
     core/options.py              37  the options of a run
     core/schema.py              500  the pinned ACP schema as a second judge
@@ -36,9 +36,9 @@ and what those lean on, to read when they send you there::
 The verdict on a client reads core/transcript.py, placeholders.py, match.py, report.py and
 verdicts.py above, then::
 
-    serve/rules.py              132  what a real client can be held to
+    serve/rules.py              207  what a real client can be held to
     serve/values.py             398  servability, invented values, the check of one message
-    serve/play.py               448  one scenario served over stdio
+    serve/play.py               449  one scenario served over stdio
     serve/input.py              114  the client's lines as classified events
     serve/suite.py              183  serve --suite: many scenarios, one agent command
     serve/relay.py               69  the agent command a client launches under serve --suite
