@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 
-from ..core.jsonlex import JSON, JsonError, Real, dumps, escape_pointer_token, loads
+from ..core.jsonlex import JSON, JsonError, Real, dumps, escape_pointer_token, kind, loads
 from ..core.transcript import Problem, Scenario
 
 SCHEMA_FILE = Path("schema") / "transcript.schema.json"
@@ -102,17 +102,9 @@ def _resolve(ref: str, root: Mapping[str, JSON]) -> JSON:
 
 
 def _type_of(value: JSON) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, Real):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    """The JSON Schema type name: jsonlex's kind, whose lexical "real" Schema calls "number"."""
+    found = kind(value)
+    return "number" if found == "real" else found
 
 
 def _key(value: JSON) -> str:
